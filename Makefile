@@ -1,0 +1,28 @@
+# Both targets create .venv if needed, install the project into it, and are safe to re-run.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test eval bench install
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/docsbot run
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+	$(BIN)/python -m eval run --docs docs-sync
+
+eval: $(STAMP)
+	$(BIN)/python -m eval run --docs docs-sync --compare
+
+bench: $(STAMP)
+	$(BIN)/python -m eval bench

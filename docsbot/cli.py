@@ -1,0 +1,166 @@
+"""The `docsbot` command: index, ask, run (and the sync and bot commands registered by them)."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+from docsbot.settings import Settings
+from rag.embeddings import EmbeddingError
+from rag.engine import Engine
+from rag.indexer import IndexStats, Provenance
+from rag.levels import Level
+from rag.store import StoreError
+from sync.gitcmd import GitError, last_commits, toplevel
+
+log = logging.getLogger("docsbot")
+
+
+def folder_provenance(root: Path) -> dict[str, Provenance]:
+    """Last commit per file when the folder lives in a git work tree, else nothing."""
+    top = toplevel(root)
+    if top is None:
+        return {}
+    subdir = root.resolve().relative_to(top.resolve()).as_posix()
+    try:
+        commits = last_commits(top, "" if subdir == "." else subdir)
+    except GitError as exc:
+        log.warning("no commit information for %s: %s", root, exc)
+        return {}
+    return {path: Provenance(commit, date) for path, (commit, date) in commits.items()}
+
+
+def index_folder(engine: Engine, root: Path) -> IndexStats:
+    if not root.is_dir():
+        raise UserError(f"docs folder {root} does not exist")
+    return engine.index_folder(root, folder_provenance(root))
+
+
+def ensure_index(engine: Engine, root: Path | None) -> IndexStats | None:
+    """Index `root` when the index is missing or was built from another folder."""
+    if root is None:
+        return None
+    indexed = engine.store.meta().get("docs_root")
+    if engine.store.exists() and indexed == str(root.resolve()):
+        return None
+    return index_folder(engine, root)
+
+
+class UserError(RuntimeError):
+    """A problem the person at the terminal can fix; printed as one line."""
+
+
+def print_index(stats: IndexStats, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({
+            "documents": stats.documents, "chunks": stats.chunks, "chunks_embedded": stats.chunks_embedded,
+            "chunks_reused": stats.chunks_reused, "deleted": stats.deleted, "seconds": round(stats.seconds, 2),
+            "skipped": [{"path": p, "reason": r} for p, r in stats.skipped],
+        }))
+        return
+    print(f"indexed {stats.documents} documents, {stats.chunks} chunks "
+          f"({stats.chunks_embedded} embedded, {stats.chunks_reused} reused) in {stats.seconds:.1f}s")
+    for path, reason in stats.skipped:
+        print(f"skipped {path}: {reason}")
+    if stats.documents == 0:
+        print("warning: no documents were indexed (empty folder, or every file was skipped)")
+
+
+def render_answer(answer_json: dict) -> str:
+    lines = [answer_json["answer"]]
+    for c in answer_json["citations"]:
+        where = f"{c['title']} › {c['section']}" if c["section"] else c["title"]
+        bits = [f"[{c['n']}] {where}", c["doc_path"]]
+        if c["version"]:
+            bits.append(f"v{c['version']}")
+        if c["commit"]:
+            bits.append(c["commit"][:7])
+        if c["commit_date"]:
+            bits.append(c["commit_date"][:10])
+        if c["url"]:
+            bits.append(c["url"])
+        lines.append("  " + " · ".join(bits))
+    return "\n".join(lines)
+
+
+def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
+    engine = Engine.from_settings(settings)
+    print_index(index_folder(engine, Path(args.docs or settings.docs_dir)), args.json)
+    return 0
+
+
+def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
+    engine = Engine.from_settings(settings)
+    ensure_index(engine, Path(args.docs) if args.docs else None)
+    answer = asyncio.run(engine.ask(args.question, Level.parse(args.level)))
+    print(json.dumps(answer.to_json(), indent=2) if args.json else render_answer(answer.to_json()))
+    return 0
+
+
+def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
+    """Index the docs folder, then answer questions typed at a prompt."""
+    engine = Engine.from_settings(settings)
+    root = Path(args.docs or settings.docs_dir)
+    print_index(index_folder(engine, root), False)
+    level = Level.parse(args.level)
+    print(f"Ask a question about {root}/ (':level team' changes your access level, ':quit' ends).")
+    while True:
+        try:
+            line = input(f"[{level.name}]> ").strip()
+        except EOFError:
+            print()
+            return 0
+        if line in (":quit", ":q", "exit"):
+            return 0
+        if line.startswith(":level"):
+            try:
+                level = Level.parse(line.split(maxsplit=1)[1] if " " in line else "")
+            except ValueError as exc:
+                print(exc)
+            continue
+        if line:
+            print(render_answer(asyncio.run(engine.ask(line, level)).to_json()) + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="docsbot", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    levels = [level.name for level in Level]
+
+    p = sub.add_parser("index", help="index a docs folder (full rebuild)")
+    p.add_argument("--docs", help="docs folder (default: $DOCSBOT_DOCS_DIR or docs-sync)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_index)
+
+    p = sub.add_parser("ask", help="answer one question")
+    p.add_argument("question")
+    p.add_argument("--level", choices=levels, default="public", help="the asker's access level")
+    p.add_argument("--docs", help="index this folder first if the index was built from another")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_ask)
+
+    p = sub.add_parser("run", help="index the docs and answer questions typed at a prompt")
+    p.add_argument("--docs")
+    p.add_argument("--level", choices=levels, default="public")
+    p.set_defaults(handler=cmd_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = Settings()
+        return args.handler(settings, args)
+    except (UserError, StoreError, EmbeddingError, GitError, ValueError) as exc:
+        print(f"docsbot: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

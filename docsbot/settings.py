@@ -1,0 +1,98 @@
+"""One typed settings object, read from the environment (and an optional .env file).
+
+Variables are `DOCSBOT_*` plus the standard `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `SLACK_*` and
+`PORT`. Secrets are `SecretStr`, so they never print in a repr, a log line or an error.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rag.levels import Level
+
+LINK_PRESETS = {
+    "github": "{repo_web}/blob/{commit}/{path}#{anchor}",
+    "gitlab": "{repo_web}/-/blob/{commit}/{path}#{anchor}",
+}
+
+
+def _env(name: str) -> AliasChoices:
+    return AliasChoices(name)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="DOCSBOT_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    # Where the index lives: a folder or any LanceDB URI (s3://..., gs://...).
+    data_dir: str = ".docsbot"
+    # The docs folder indexed by `docsbot index` / `run` when --docs is not given.
+    docs_dir: str = "docs-sync"
+    # Level of a document with no `access` in its front matter and no matching path rule.
+    default_level: Level = Level.restricted
+    # Path rules, JSON: {"glob": "level"}, first match wins, e.g. {"public/**": "public"}.
+    path_levels: dict[str, Level] = Field(default_factory=dict)
+    include: list[str] = Field(default_factory=lambda: ["**/*.md", "**/*.txt"])
+    exclude: list[str] = Field(default_factory=list)
+    max_file_bytes: int = 1_000_000
+
+    chunk_size: int = 1000
+    chunk_overlap: int = 150
+
+    embedding_provider: Literal["local", "openai"] = "local"
+    embedding_model: str = "all-MiniLM-L6-v2"
+    embedding_dim: int = 384
+    embedding_threads: int = 1
+    embedding_batch: int = 32
+
+    chat_model: str = "gpt-4o-mini"
+    openai_api_key: SecretStr | None = Field(default=None, validation_alias=_env("OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(default=None, validation_alias=_env("OPENAI_BASE_URL"))
+    llm_attempt_timeout_s: float = 20.0
+    llm_total_timeout_s: float = 45.0
+    llm_max_retries: int = 2
+    llm_max_tokens: int = 600
+
+    top_k: int = 4
+    candidates: int = 32
+    min_similarity: float = 0.30
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    bm25_weight: float = 1.0
+    mmr_lambda: float = 0.75
+    no_access_margin: float = 0.05
+    context_budget_chars: int = 6000
+    # Say "the docs that cover this are above your level" (True) or just "I don't know" (False).
+    access_hint: bool = True
+    # Build an ANN index once the table has this many rows (below it a flat scan is faster).
+    ann_min_rows: int = 20_000
+
+    # Citation links: template with {repo_web} {commit} {path} {anchor}, or a preset name.
+    repo_web: str = ""
+    link_template: str = "github"
+    # Path of the docs folder inside the repository, prefixed to doc paths in links.
+    repo_subdir: str = ""
+
+    @field_validator("default_level", mode="before")
+    @classmethod
+    def _level(cls, value: object) -> object:
+        return Level.parse(value) if isinstance(value, str) else value
+
+    @field_validator("path_levels", mode="before")
+    @classmethod
+    def _path_levels(cls, value: object) -> object:
+        if isinstance(value, dict):
+            return {k: Level.parse(v) if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+    @property
+    def use_llm(self) -> bool:
+        """The OpenAI-compatible endpoint is used when a base URL or key is configured."""
+        return bool(self.openai_base_url or self.openai_api_key)
+
+    @property
+    def link_pattern(self) -> str:
+        return LINK_PRESETS.get(self.link_template, self.link_template)

@@ -1,0 +1,1 @@
+"""rag: documents → chunks → embeddings → LanceDB → hybrid retrieval → prompt → answer → check."""

@@ -1,0 +1,76 @@
+"""The answer contract shared by the CLI, the Slack bot, the eval and outside scripts."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Why an answer was withheld, in plain words for the person who asked.
+ABSTAIN_MESSAGES = {
+    "no_match": "I don't know: nothing in the docs covers this.",
+    "no_access": (
+        "I can't answer this here: the documents that cover it are above your access level "
+        "(or above the level of everyone who can read this conversation)."
+    ),
+    "declined": "I don't know: the documents I found don't answer this.",
+    "invalid_citations": "I couldn't write an answer that is backed by the docs, so I won't guess.",
+    "provider_error": "The AI service is unavailable right now, so I can't answer.",
+    "index_unavailable": "The docs index isn't ready (it is still being built or can't be read).",
+}
+
+
+@dataclass
+class Citation:
+    n: int
+    doc_path: str
+    title: str
+    section: str
+    version: str
+    commit: str
+    commit_date: str
+    url: str
+    score: float
+    anchor: str = ""
+    access: str = ""
+
+
+@dataclass
+class Diagnostics:
+    candidates: int = 0
+    passed_threshold: int = 0
+    selected: int = 0
+    blocked: int = 0  # matches above the reader's level (never shown, only counted)
+    injections_dropped: int = 0
+    best_similarity: float = 0.0
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Answer:
+    question: str
+    answer: str
+    answered: bool
+    abstain_reason: str | None
+    citations: list[Citation]
+    diagnostics: Diagnostics
+    level: str
+    model: str = ""
+    retry_after: float | None = None
+    detail: str = ""  # the technical reason behind an abstention (for logs and operators)
+    retrieved: list[dict[str, Any]] = field(default_factory=list)  # selected chunks: id, path, score...
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "answered": self.answered,
+            "abstain_reason": self.abstain_reason,
+            "citations": [
+                {k: v for k, v in asdict(c).items() if k not in ("anchor", "access", "commit_date")}
+                | {"commit_date": c.commit_date}
+                for c in self.citations
+            ],
+            "diagnostics": asdict(self.diagnostics),
+            "level": self.level,
+            "model": self.model,
+            "retry_after": self.retry_after,
+            "detail": self.detail,
+        }

@@ -1,0 +1,179 @@
+"""The public face of `rag`: index a folder, and answer a question at a reader's level.
+
+question → embed → hybrid retrieval (access filter inside the search) → similarity floor → MMR →
+prompt (injection filter, budget) → generation → citation check → Answer.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from docsbot.settings import Settings
+from rag.answer import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics
+from rag.check import check_answer
+from rag.documents import AccessRules, load_folder
+from rag.embeddings import Embedder, EmbeddingError, make_embedder
+from rag.generation import Generator, ProviderError, make_generator
+from rag.indexer import IndexStats, Provenance, apply_documents
+from rag.levels import Level
+from rag.prompt import select_sources
+from rag.retrieval import Candidate, Mode, Retrieval, retrieve
+from rag.store import Store, StoreError
+
+History = list[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
+
+
+def access_rules(settings: Settings) -> AccessRules:
+    return AccessRules(settings.path_levels, settings.default_level)
+
+
+@dataclass
+class Engine:
+    settings: Settings
+    store: Store
+    embedder: Embedder
+    generator: Generator
+
+    @classmethod
+    def from_settings(cls, settings: Settings, generator: Generator | None = None) -> "Engine":
+        return cls(settings, Store(settings.data_dir), make_embedder(settings), generator or make_generator(settings))
+
+    # -- indexing ---------------------------------------------------------------------------
+    def index_folder(self, root: Path, provenance: dict[str, Provenance] | None = None) -> IndexStats:
+        """Full index of a folder: the index afterwards holds exactly its readable documents."""
+        s = self.settings
+        docs, skipped = load_folder(root, s.include, s.exclude, access_rules(s), s.max_file_bytes)
+        stats = apply_documents(self.store, self.embedder, s, docs, provenance or {}, full=True)
+        stats.skipped = skipped
+        self.store.set_meta(docs_root=str(root.resolve()))
+        return stats
+
+    # -- answering --------------------------------------------------------------------------
+    def search(
+        self, question: str, level: Level, history: History = (), mode: Mode = "hybrid"
+    ) -> tuple[Retrieval, np.ndarray, dict[str, float]]:
+        """Retrieval only (used by ask and the eval): the retrieval, the query vector, timings."""
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        query_text = retrieval_text(question, history)
+        vector = self.embedder.embed([query_text])[0]
+        timings["embed_ms"] = _ms(started)
+        started = time.perf_counter()
+        result = retrieve(self.store, vector, query_text, int(level), self.settings, mode)
+        timings["retrieve_ms"] = _ms(started)
+        return result, vector, timings
+
+    def _blocked(self, vector: np.ndarray, query_text: str, level: Level, mine: Retrieval) -> int:
+        """How many matches above the reader's level beat everything the reader may see.
+
+        Only a count leaves this function: it decides whether to say `no_access`."""
+        if level >= Level.restricted:
+            return 0
+        full = retrieve(self.store, vector, query_text, int(Level.restricted), self.settings)
+        floor = mine.best_similarity + self.settings.no_access_margin
+        return sum(1 for c in full.passed if c.row["access_rank"] > int(level) and c.similarity >= floor)
+
+    async def ask(self, question: str, level: Level, history: History = ()) -> Answer:
+        """Answer at `level`. Never raises for a bad index or provider: those become abstentions."""
+        history = list(history)
+        total = time.perf_counter()
+        diag = Diagnostics()
+        answer = Answer(question, "", False, None, [], diag, level.name, model=self.generator.name)
+        try:
+            self.store.check_embedding(self.embedder.name, self.embedder.dim)
+            retrieval, vector, timings = await asyncio.to_thread(self.search, question, level, history)
+            diag.timings_ms.update(timings)
+            blocked = await asyncio.to_thread(
+                self._blocked, vector, retrieval_text(question, history), level, retrieval
+            )
+        except (StoreError, EmbeddingError) as exc:
+            return _abstain(answer, "index_unavailable", str(exc), total)
+        diag.candidates = retrieval.candidates
+        diag.passed_threshold = len(retrieval.passed)
+        diag.best_similarity = round(retrieval.best_similarity, 4)
+        diag.blocked = blocked
+        if blocked and self.settings.access_hint:
+            return _abstain(answer, "no_access", "better matches exist only above the reader's level", total)
+        if not retrieval.passed:
+            return _abstain(answer, "no_match", "nothing above the similarity threshold", total)
+        chosen = retrieval.selected
+        sources, kept, dropped = select_sources(
+            [(c.row["title"], c.row["section"], c.row["text"]) for c in chosen], self.settings.context_budget_chars
+        )
+        chosen = [chosen[i] for i in kept]
+        diag.injections_dropped = dropped
+        diag.selected = len(sources)
+        answer.retrieved = [_retrieved(c) for c in chosen]
+        if not sources:
+            return _abstain(answer, "no_match", "every match was dropped as an injection attempt", total)
+        started = time.perf_counter()
+        try:
+            raw = await self.generator.generate(question, sources, history)
+        except ProviderError as exc:
+            answer.retry_after = exc.retry_after
+            return _abstain(answer, "provider_error", str(exc), total)
+        finally:
+            diag.timings_ms["generate_ms"] = _ms(started)
+        checked = check_answer(raw, len(sources))
+        if checked.abstain_reason:
+            return _abstain(answer, checked.abstain_reason, raw[:200], total)
+        answer.answer, answer.answered = checked.text, True
+        answer.citations = [_citation(n, chosen[n - 1]) for n in checked.cited]
+        diag.timings_ms["total_ms"] = _ms(total)
+        return answer
+
+
+def retrieval_text(question: str, history: History) -> str:
+    """A follow-up is searched together with the asker's previous message in the thread."""
+    previous = [text for speaker, text in history if speaker == "user"]
+    return f"{previous[-1]}\n{question}" if previous else question
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)
+
+
+def _abstain(answer: Answer, reason: str, detail: str, started: float) -> Answer:
+    answer.answered = False
+    answer.abstain_reason = reason
+    answer.answer = ABSTAIN_MESSAGES[reason]
+    answer.detail = detail
+    answer.citations = []
+    answer.diagnostics.timings_ms["total_ms"] = _ms(started)
+    return answer
+
+
+def _citation(n: int, c: Candidate) -> Citation:
+    row = c.row
+    return Citation(
+        n=n,
+        doc_path=row["doc_path"],
+        title=row["title"],
+        section=row["section"],
+        version=row["version"],
+        commit=row["commit"],
+        commit_date=row["commit_date"],
+        url=row["url"],
+        score=round(c.similarity, 4),
+        anchor=row["anchor"],
+        access=row["access"],
+    )
+
+
+def _retrieved(c: Candidate) -> dict:
+    row = c.row
+    return {
+        "chunk_id": row["chunk_id"],
+        "doc_path": row["doc_path"],
+        "section": row["section"],
+        "version": row["version"],
+        "commit": row["commit"],
+        "text_hash": row["text_hash"],
+        "access": row["access"],
+        "similarity": round(c.similarity, 4),
+        "fused": round(c.fused, 6),
+    }

@@ -1,0 +1,143 @@
+"""Turning documents into indexed chunks: chunk, reuse cached vectors, embed only new text, write."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from docsbot.settings import Settings
+from rag.chunking import Chunk, chunk_document
+from rag.documents import Document
+from rag.embeddings import Embedder
+from rag.store import Store, chunk_schema, vector_array
+
+CHUNKING_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a document's text was read: the last commit that touched it, and its link base."""
+
+    commit: str = ""
+    commit_date: str = ""
+
+
+@dataclass
+class IndexStats:
+    documents: int = 0
+    chunks: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    deleted: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def chunking_signature(settings: Settings) -> dict[str, int]:
+    return {"size": settings.chunk_size, "overlap": settings.chunk_overlap, "version": CHUNKING_VERSION}
+
+
+def permalink(settings: Settings, commit: str, path: str, anchor: str) -> str:
+    if not settings.repo_web or not commit:
+        return ""
+    full_path = f"{settings.repo_subdir.strip('/')}/{path}" if settings.repo_subdir.strip("/") else path
+    url = settings.link_pattern.format(
+        repo_web=settings.repo_web.rstrip("/"), commit=commit, path=full_path, anchor=anchor
+    )
+    return url if anchor else url.rstrip("#")
+
+
+def embed_chunks(store: Store, embedder: Embedder, chunks: list[Chunk]) -> tuple[np.ndarray, int]:
+    """Vectors for chunks, from the cache where the text was embedded before; returns (vectors,
+    number of texts embedded now). New vectors are added to the cache."""
+    cached = store.cached_vectors([c.text_hash for c in chunks])
+    missing: dict[str, str] = {}
+    for chunk in chunks:
+        if chunk.text_hash not in cached:
+            missing.setdefault(chunk.text_hash, chunk.embed_text)
+    if missing:
+        hashes = list(missing)
+        fresh = embedder.embed([missing[h] for h in hashes])
+        store.cache_vectors(hashes, fresh)
+        cached.update(zip(hashes, fresh))
+    vectors = np.stack([cached[c.text_hash] for c in chunks]) if chunks else np.zeros((0, embedder.dim), np.float32)
+    return vectors, len(missing)
+
+
+def build_rows(
+    docs: list[Document], provenance: dict[str, Provenance], store: Store, embedder: Embedder, settings: Settings
+) -> tuple[pa.Table, IndexStats]:
+    stats = IndexStats(documents=len(docs))
+    chunks: list[Chunk] = []
+    owner: list[Document] = []
+    for doc in docs:
+        for chunk in chunk_document(doc, settings.chunk_size, settings.chunk_overlap):
+            chunks.append(chunk)
+            owner.append(doc)
+    vectors, embedded = embed_chunks(store, embedder, chunks)
+    stats.chunks, stats.chunks_embedded, stats.chunks_reused = len(chunks), embedded, len(chunks) - embedded
+    columns: dict[str, list] = {name: [] for name in chunk_schema(embedder.dim).names if name != "vector"}
+    for chunk, doc in zip(chunks, owner):
+        prov = provenance.get(doc.path, Provenance())
+        values = {
+            "chunk_id": chunk.chunk_id,
+            "doc_path": doc.path,
+            "ordinal": chunk.ordinal,
+            "title": doc.title,
+            "section": chunk.section,
+            "anchor": chunk.anchor,
+            "version": doc.version,
+            "commit": prov.commit,
+            "commit_date": prov.commit_date,
+            "url": permalink(settings, prov.commit, doc.path, chunk.anchor),
+            "access": doc.access.name,
+            "access_rank": int(doc.access),
+            "area": doc.area,
+            "text": chunk.text,
+            "search_text": chunk.embed_text,
+            "text_hash": chunk.text_hash,
+            "doc_hash": doc.content_hash,
+        }
+        for name, value in values.items():
+            columns[name].append(value)
+    schema = chunk_schema(embedder.dim)
+    arrays = [pa.array(columns[f.name], type=f.type) for f in schema if f.name != "vector"]
+    table = pa.Table.from_arrays([*arrays, vector_array(vectors)], schema=schema)
+    return table, stats
+
+
+def apply_documents(
+    store: Store,
+    embedder: Embedder,
+    settings: Settings,
+    docs: list[Document],
+    provenance: dict[str, Provenance],
+    *,
+    removed: list[str] = (),
+    full: bool = False,
+) -> IndexStats:
+    """Index `docs` and drop `removed` paths in one atomic write. `full=True` also drops every
+    document not in `docs` (a rebuild)."""
+    started = time.perf_counter()
+    meta = store.meta()
+    built = meta.get("embedding")
+    if built and (built["model"], built["dim"]) != (embedder.name, embedder.dim):
+        if not full:
+            store.check_embedding(embedder.name, embedder.dim)
+        store.reset()
+    rows, stats = build_rows(docs, provenance, store, embedder, settings)
+    before = store.doc_hashes() if store.exists() else {}
+    replace = None if full else [d.path for d in docs] + list(removed)
+    store.write(rows, replace)
+    if full:
+        stats.deleted = len(set(before) - {d.path for d in docs})
+    else:
+        stats.deleted = len(set(removed) & set(before))
+    store.set_meta(
+        embedding={"model": embedder.name, "dim": embedder.dim}, chunking=chunking_signature(settings)
+    )
+    store.maintain(settings.ann_min_rows)
+    stats.seconds = time.perf_counter() - started
+    return stats

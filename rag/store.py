@@ -1,0 +1,260 @@
+"""The LanceDB index: one row per chunk with its vector, a BM25 index beside it, and metadata.
+
+Tables: `chunks` (searched), `vectors` (embedding cache keyed by text hash, so no text is ever
+embedded twice) and `meta` (model, dimension, chunking, indexed commit, last sync outcome).
+Every write of chunks is one `merge_insert`, so a reader sees a document's old chunks or its new
+ones, never neither, and a writer killed half-way leaves the previous version in place.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Iterable
+
+import numpy as np
+import pyarrow as pa
+
+os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust logger prints scan warnings at WARN
+
+import lancedb  # noqa: E402
+from lancedb.index import FTS, Bitmap, IvfSq  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+CHUNKS, VECTORS, META = "chunks", "vectors", "meta"
+ROW_FIELDS = [
+    ("chunk_id", pa.string()),
+    ("doc_path", pa.string()),
+    ("ordinal", pa.int32()),
+    ("title", pa.string()),
+    ("section", pa.string()),
+    ("anchor", pa.string()),
+    ("version", pa.string()),
+    ("commit", pa.string()),
+    ("commit_date", pa.string()),
+    ("url", pa.string()),
+    ("access", pa.string()),
+    ("access_rank", pa.int8()),
+    ("area", pa.string()),
+    ("text", pa.string()),
+    ("search_text", pa.string()),
+    ("text_hash", pa.string()),
+    ("doc_hash", pa.string()),
+]
+RESULT_COLUMNS = [name for name, _ in ROW_FIELDS if name != "search_text"] + ["vector"]
+# Reads of old versions must outlive a reader's refresh interval (see shared notes on cleanup).
+CLEANUP_AFTER = timedelta(minutes=10)
+
+
+class StoreError(RuntimeError):
+    """Base for index problems that a person must act on (message says what to do)."""
+
+
+class IndexMissing(StoreError):
+    pass
+
+
+class IndexMismatch(StoreError):
+    pass
+
+
+def chunk_schema(dim: int) -> pa.Schema:
+    return pa.schema([*ROW_FIELDS, ("vector", pa.list_(pa.float32(), dim))])
+
+
+def vector_array(vectors: np.ndarray) -> pa.FixedSizeListArray:
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    return pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), vectors.shape[1])
+
+
+def sql_list(values: Iterable[str]) -> str:
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+
+
+_FTS_TOKEN = re.compile(r"[\w][\w.-]*")
+
+
+def fts_query(text: str) -> str:
+    """Words only: the FTS parser must never see user punctuation as query syntax."""
+    return " ".join(_FTS_TOKEN.findall(text))
+
+
+@dataclass
+class Hit:
+    row: dict[str, Any]
+    vector: np.ndarray
+    score: float  # cosine similarity for dense hits, BM25 score for text hits
+
+
+class Store:
+    def __init__(self, uri: str, refresh_s: float | None = 2.0) -> None:
+        self.uri = uri
+        interval = timedelta(seconds=refresh_s) if refresh_s is not None else None
+        self._db = lancedb.connect(uri, read_consistency_interval=interval)
+        self._tables: dict[str, Any] = {}
+
+    # -- tables -----------------------------------------------------------------------------
+    def _table(self, name: str) -> Any | None:
+        if name not in self._tables:
+            if name not in self._db.list_tables().tables:
+                return None
+            self._tables[name] = self._db.open_table(name)
+        return self._tables[name]
+
+    def chunks(self) -> Any:
+        table = self._table(CHUNKS)
+        if table is None:
+            raise IndexMissing(f"no index at {self.uri}: run `docsbot index` (or `docsbot sync`) first")
+        return table
+
+    def exists(self) -> bool:
+        return self._table(CHUNKS) is not None
+
+    # -- metadata -----------------------------------------------------------------------------
+    def meta(self) -> dict[str, Any]:
+        table = self._table(META)
+        if table is None:
+            return {}
+        rows = table.to_arrow().to_pylist()
+        return {row["key"]: json.loads(row["value"]) for row in rows}
+
+    def set_meta(self, **values: Any) -> None:
+        data = pa.table({"key": list(values), "value": [json.dumps(v) for v in values.values()]})
+        table = self._table(META)
+        if table is None:
+            self._tables[META] = self._db.create_table(META, data)
+        else:
+            table.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(data)
+
+    def check_embedding(self, model: str, dim: int) -> None:
+        """Raise IndexMismatch when the index was built with another embedding model."""
+        built = self.meta().get("embedding")
+        if built and (built["model"], built["dim"]) != (model, dim):
+            raise IndexMismatch(
+                f"the index was built with {built['model']} (dimension {built['dim']}) but "
+                f"{model} (dimension {dim}) is configured: run `docsbot index` to rebuild it"
+            )
+
+    # -- vector cache -------------------------------------------------------------------------
+    def cached_vectors(self, text_hashes: list[str]) -> dict[str, np.ndarray]:
+        table = self._table(VECTORS)
+        found: dict[str, np.ndarray] = {}
+        if table is None or not text_hashes:
+            return found
+        unique = sorted(set(text_hashes))
+        for start in range(0, len(unique), 500):
+            batch = unique[start:start + 500]
+            rows = table.search().where(f"text_hash IN ({sql_list(batch)})").select(["text_hash", "vector"])
+            result = rows.limit(len(batch)).to_arrow()
+            vectors = result["vector"].combine_chunks().flatten().to_numpy().reshape(len(result), -1)
+            found.update(zip(result["text_hash"].to_pylist(), vectors))
+        return found
+
+    def cache_vectors(self, text_hashes: list[str], vectors: np.ndarray) -> None:
+        if not text_hashes:
+            return
+        data = pa.table({"text_hash": text_hashes, "vector": vector_array(vectors)})
+        table = self._table(VECTORS)
+        if table is None:
+            self._tables[VECTORS] = self._db.create_table(VECTORS, data)
+        else:
+            table.merge_insert("text_hash").when_not_matched_insert_all().execute(data)
+
+    def reset(self) -> None:
+        """Drop everything (a rebuild with another embedding model)."""
+        for name in (CHUNKS, VECTORS, META):
+            if self._table(name) is not None:
+                self._db.drop_table(name)
+        self._tables.clear()
+
+    # -- writes -------------------------------------------------------------------------------
+    def write(self, rows: pa.Table, replace_paths: Iterable[str] | None) -> None:
+        """Upsert rows and delete the other chunks of the touched paths, in one commit.
+
+        replace_paths=None means a full rebuild: every chunk not in `rows` is deleted.
+        """
+        table = self._table(CHUNKS)
+        if table is None:
+            self._tables[CHUNKS] = table = self._db.create_table(CHUNKS, schema=rows.schema)
+            table.create_index("search_text", config=FTS())
+            table.create_index("access_rank", config=Bitmap())
+        paths = None if replace_paths is None else sorted(set(replace_paths))
+        if rows.num_rows == 0:
+            if paths is None:
+                table.delete("true")
+            elif paths:
+                table.delete(f"doc_path IN ({sql_list(paths)})")
+            return
+        merge = table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
+        if paths is None:
+            merge = merge.when_not_matched_by_source_delete()
+        elif paths:
+            merge = merge.when_not_matched_by_source_delete(f"doc_path IN ({sql_list(paths)})")
+        merge.execute(rows)
+
+    def maintain(self, ann_min_rows: int) -> None:
+        """Compact, fold new rows into the FTS and bitmap indexes, and build the ANN index once
+        the table is large enough for it to beat a flat scan."""
+        table = self.chunks()
+        table.optimize(cleanup_older_than=CLEANUP_AFTER)
+        if table.count_rows() >= ann_min_rows and not self.has_ann_index():
+            self.build_ann_index()
+        vectors = self._table(VECTORS)
+        if vectors is not None:
+            vectors.optimize(cleanup_older_than=CLEANUP_AFTER)
+
+    def has_ann_index(self) -> bool:
+        return any(ix.columns == ["vector"] for ix in self.chunks().list_indices())
+
+    def build_ann_index(self) -> None:
+        table = self.chunks()
+        partitions = max(16, int(np.sqrt(table.count_rows())))
+        table.create_index("vector", config=IvfSq(distance_type="cosine", num_partitions=partitions), replace=True)
+
+    # -- reads --------------------------------------------------------------------------------
+    def dense(self, vector: np.ndarray, max_rank: int, limit: int) -> list[Hit]:
+        query = (
+            self.chunks()
+            .search(vector, vector_column_name="vector")
+            .distance_type("cosine")
+            .where(f"access_rank <= {int(max_rank)}")
+            .select([*RESULT_COLUMNS, "_distance"])
+            .limit(limit)
+        )
+        if self.has_ann_index():
+            # A narrow access filter can leave few rows in the probed partitions: keep probing.
+            query = query.minimum_nprobes(20).maximum_nprobes(0).refine_factor(4)
+        return [_hit(row, 1.0 - row.pop("_distance")) for row in query.to_arrow().to_pylist()]
+
+    def text(self, query: str, max_rank: int, limit: int) -> list[Hit]:
+        words = fts_query(query)
+        if not words:
+            return []
+        search = (
+            self.chunks()
+            .search(words, query_type="fts", fts_columns="search_text")
+            .where(f"access_rank <= {int(max_rank)}")
+            .select([*RESULT_COLUMNS, "_score"])
+            .limit(limit)
+        )
+        return [_hit(row, row.pop("_score")) for row in search.to_arrow().to_pylist()]
+
+    def doc_hashes(self) -> dict[str, str]:
+        """doc_path -> content hash of what is indexed (for reconcile and status)."""
+        if not self.exists():
+            return {}
+        table = self.chunks().search().select(["doc_path", "doc_hash"]).limit(None).to_arrow()
+        return dict(zip(table["doc_path"].to_pylist(), table["doc_hash"].to_pylist()))
+
+    def counts(self) -> dict[str, int]:
+        if not self.exists():
+            return {"documents": 0, "chunks": 0}
+        return {"documents": len(self.doc_hashes()), "chunks": self.chunks().count_rows()}
+
+
+def _hit(row: dict[str, Any], score: float) -> Hit:
+    return Hit(row=row, vector=np.asarray(row.pop("vector"), dtype=np.float32), score=float(score))

@@ -1,0 +1,1 @@
+"""Keeping the index in step with the docs repository: git source, diff, incremental reindex."""

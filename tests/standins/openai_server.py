@@ -1,0 +1,103 @@
+"""A local HTTP server speaking the OpenAI wire protocol (chat completions, embeddings).
+
+It runs in a background thread so both sync and async code under test can call it. Tests set
+its behaviour: the reply text, a delay, and failures (status + headers) for the next calls.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from aiohttp import web
+
+
+@dataclass
+class Failure:
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: dict[str, Any] = field(default_factory=lambda: {"error": {"message": "failure", "type": "server_error"}})
+
+
+class OpenAIStandIn:
+    def __init__(self, dim: int = 384) -> None:
+        self.dim = dim
+        self.reply: Callable[[list[dict[str, str]]], str] = lambda messages: "NOT_IN_DOCS"
+        self.delay_s = 0.0
+        self.failures: list[Failure] = []
+        self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> "OpenAIStandIn":
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        runner = web.AppRunner(app)
+        self._loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        self._loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        self._ready.set()
+        self._loop.run_forever()
+
+    async def _record(self, request: web.Request) -> tuple[dict[str, Any], web.Response | None]:
+        body = await request.json()
+        self.requests.append((request.path, body, dict(request.headers)))
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if self.failures:
+            failure = self.failures.pop(0)
+            return body, web.json_response(failure.body, status=failure.status, headers=failure.headers)
+        return body, None
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        body, failure = await self._record(request)
+        if failure is not None:
+            return failure
+        text = self.reply(body["messages"])
+        return web.json_response({
+            "id": "chatcmpl-standin",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        })
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        body, failure = await self._record(request)
+        if failure is not None:
+            return failure
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = [{"object": "embedding", "index": i, "embedding": self.vector(t).tolist()} for i, t in enumerate(inputs)]
+        return web.json_response({"object": "list", "data": data, "model": body["model"],
+                                  "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+    def vector(self, text: str) -> np.ndarray:
+        """A deterministic bag-of-words vector: texts sharing words are similar."""
+        v = np.zeros(self.dim, dtype=np.float32)
+        for word in text.lower().split():
+            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
+        return v / max(float(np.linalg.norm(v)), 1e-9)
