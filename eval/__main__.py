@@ -1,0 +1,29 @@
+"""`python -m eval COMMAND ...`: each command lives in its own module with a `main(argv)`."""
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "run": ("eval.runner", "golden-set evaluation (retrieval, abstention, citations, latency)"),
+    "bench": ("eval.bench", "retrieval latency and recall against numpy brute force; ingest rate"),
+    "bench-sync": ("eval.bench_sync", "incremental sync against a full rebuild"),
+    "candidates": ("eval.feedback_cli", "thumbs-down answers grouped by likely cause"),
+    "promote": ("eval.feedback_cli", "turn a candidate into a golden-set case"),
+    "reject": ("eval.feedback_cli", "dismiss a candidate"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        print("usage: python -m eval COMMAND [options]\n\ncommands:")
+        for name, (_, help_text) in COMMANDS.items():
+            print(f"  {name:<12} {help_text}")
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    return module.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
