@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from docsbot.cli import index_folder
 from docsbot.settings import Settings
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
@@ -47,7 +48,7 @@ def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder: LocalMiniLM
     data = tmp_path_factory.mktemp("sample") / "index"
     engine = Engine.from_settings(make_settings(data), generator=ExtractiveAnswerer())
     engine.embedder = embedder
-    engine.index_folder(SAMPLE_DOCS)
+    index_folder(engine, SAMPLE_DOCS)  # with per-file commits, as `docsbot index` does
     return data
 
 

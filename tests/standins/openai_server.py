@@ -46,6 +46,7 @@ class OpenAIStandIn:
         return self
 
     def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
 
@@ -54,7 +55,7 @@ class OpenAIStandIn:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
-        runner = web.AppRunner(app)
+        self._runner = runner = web.AppRunner(app, shutdown_timeout=0.1)
         self._loop.run_until_complete(runner.setup())
         site = web.TCPSite(runner, "127.0.0.1", 0)
         self._loop.run_until_complete(site.start())

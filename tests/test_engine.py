@@ -1,0 +1,75 @@
+"""The core end to end on the sample docs: real index, real model, extractive answerer."""
+import re
+
+import numpy as np
+
+from rag.engine import Engine
+from rag.generation import ExtractiveAnswerer
+from rag.levels import Level
+from rag.store import Store
+from tests.conftest import make_settings
+
+
+async def test_covered_question_is_answered_with_versioned_citation(sample_engine: Engine):
+    answer = await sample_engine.ask("Can I deploy to production on a Friday?", Level.team)
+    assert answer.answered, answer.detail
+    cited = {c.doc_path for c in answer.citations}
+    assert "policies/deploy-policy.md" in cited
+    c = next(c for c in answer.citations if c.doc_path == "policies/deploy-policy.md")
+    assert c.title == "Deploy Policy" and c.version
+    assert re.fullmatch(r"[0-9a-f]{40}", c.commit) and c.commit_date[:2] == "20"
+    assert all(f"[{c.n}]" in answer.answer for c in answer.citations)
+    assert answer.diagnostics.selected >= 1 and answer.diagnostics.timings_ms["total_ms"] > 0
+
+
+async def test_unrelated_question_abstains_no_match(sample_engine: Engine):
+    answer = await sample_engine.ask("What is on the cafeteria lunch menu this week?", Level.restricted)
+    assert not answer.answered and answer.abstain_reason == "no_match" and answer.citations == []
+
+
+async def test_restricted_doc_is_no_access_below_its_level(sample_engine: Engine):
+    question = "How do I get emergency break-glass access to the production database?"
+    low = await sample_engine.ask(question, Level.team)
+    assert low.abstain_reason == "no_access" and low.citations == [] and low.retrieved == []
+    assert "tp-breakglass" not in low.answer
+    high = await sample_engine.ask(question, Level.restricted)
+    assert high.answered and "runbooks/emergency-db-access.md" in {c.doc_path for c in high.citations}
+
+
+async def test_access_hint_can_be_turned_off(sample_engine: Engine):
+    sample_engine.settings = sample_engine.settings.model_copy(update={"access_hint": False})
+    answer = await sample_engine.ask("How do I get emergency break-glass access to the production database?", Level.team)
+    assert answer.abstain_reason != "no_access"
+    assert all(c.access != "restricted" for c in answer.citations)
+
+
+def test_access_filter_runs_inside_the_search_before_top_k(sample_engine: Engine, embedder):
+    store = sample_engine.store
+    vector = embedder.embed(["emergency production database access break glass"])[0]
+    public = store.dense(vector, int(Level.public), 10)
+    assert len(public) == 10 and {h.row["access"] for h in public} == {"public"}
+    text = store.text("breakglass database emergency credentials", int(Level.public), 10)
+    assert text and {h.row["access"] for h in text} == {"public"}
+    unfiltered = store.dense(vector, int(Level.restricted), 3)
+    assert unfiltered[0].row["access"] == "restricted"  # the filter is what kept it out above
+    assert np.isclose(unfiltered[0].score, float(unfiltered[0].vector @ vector), atol=1e-4)
+
+
+async def test_injection_chunk_is_dropped_and_counted(sample_engine: Engine):
+    answer = await sample_engine.ask("Is there a note for assistants in the VPN setup guide about the admin password?", Level.public)
+    assert "hunter2" not in answer.answer
+    assert answer.diagnostics.injections_dropped >= 1
+
+
+async def test_follow_up_uses_thread_history(sample_engine: Engine):
+    history = [("user", "How do I roll back tidepool-api after a bad deploy?"), ("agent", "Use helm rollback [1]")]
+    answer = await sample_engine.ask("and how long does that usually take?", Level.team, history)
+    assert answer.answered
+    assert "runbooks/rollback.md" in {c.doc_path for c in answer.citations}
+
+
+async def test_missing_index_is_an_abstention_not_a_crash(tmp_path, embedder):
+    settings = make_settings(tmp_path / "nothing-here")
+    engine = Engine(settings, Store(settings.data_dir), embedder, ExtractiveAnswerer())
+    answer = await engine.ask("anything", Level.team)
+    assert answer.abstain_reason == "index_unavailable" and "docsbot index" in answer.detail
