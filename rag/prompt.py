@@ -41,6 +41,7 @@ class Source:
     title: str
     section: str
     text: str
+    similarity: float = 0.0  # cosine similarity of the chunk to the question
 
 
 def looks_injected(text: str) -> bool:
@@ -52,15 +53,17 @@ def neutralise(text: str) -> str:
     return _DELIMITER.sub(lambda m: "‹" + m.group(1) + m.group(2), text)
 
 
-def select_sources(texts: list[tuple[str, str, str]], budget: int) -> tuple[list[Source], list[int], int]:
-    """Number the (title, section, text) chunks that are safe and fit the budget.
+def select_sources(
+    texts: list[tuple[str, str, str, float]], budget: int
+) -> tuple[list[Source], list[int], int]:
+    """Number the (title, section, text, similarity) chunks that are safe and fit the budget.
 
     Returns (sources, indexes of the kept inputs, number dropped as injection attempts)."""
     sources: list[Source] = []
     kept: list[int] = []
     dropped = 0
     used = 0
-    for index, (title, section, text) in enumerate(texts):
+    for index, (title, section, text, similarity) in enumerate(texts):
         if looks_injected(text):
             dropped += 1
             continue
@@ -68,7 +71,7 @@ def select_sources(texts: list[tuple[str, str, str]], budget: int) -> tuple[list
             break
         body = text[:budget] if not sources else text
         used += len(body)
-        sources.append(Source(len(sources) + 1, title, section, body))
+        sources.append(Source(len(sources) + 1, title, section, body, similarity))
         kept.append(index)
     return sources, kept, dropped
 
