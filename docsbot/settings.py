@@ -58,7 +58,7 @@ class Settings(BaseSettings):
 
     top_k: int = 4
     candidates: int = 32
-    min_similarity: float = 0.30
+    min_similarity: float = 0.35
     rrf_k: int = 60
     dense_weight: float = 1.0
     bm25_weight: float = 1.0
@@ -67,8 +67,10 @@ class Settings(BaseSettings):
     context_budget_chars: int = 6000
     # Say "the docs that cover this are above your level" (True) or just "I don't know" (False).
     access_hint: bool = True
-    # Build an ANN index once the table has this many rows (below it a flat scan is faster).
-    ann_min_rows: int = 20_000
+    # Build an ANN index once the table has this many rows, and use it for a search whose access
+    # filter passes this many (below it a flat scan is as fast, and exact). `python -m eval bench`
+    # measured the crossover at ~2k-4k passing rows; 5k leaves a margin for noise.
+    ann_min_rows: int = 5_000
 
     # Citation links: template with {repo_web} {commit} {path} {anchor}, or a preset name.
     repo_web: str = ""
@@ -96,3 +98,51 @@ class Settings(BaseSettings):
     @property
     def link_pattern(self) -> str:
         return LINK_PRESETS.get(self.link_template, self.link_template)
+
+    # -- Slack bot (bot/) ------------------------------------------------------------------------
+    # `docsbot serve` needs the bot token and signing secret; with an app token (xapp-) it uses
+    # Socket Mode instead of HTTP. SLACK_API_URL points the Web API client at a stand-in.
+    slack_bot_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_BOT_TOKEN"))
+    slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
+    slack_app_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
+    slack_api_url: str = Field(default="https://slack.com/api/", validation_alias=_env("SLACK_API_URL"))
+    port: int = Field(default=3000, validation_alias=_env("PORT"))
+    # TOML file mapping users, groups, email domains and channels to levels (see bot/access.py).
+    access_file: str = ""
+    # How long user levels, group members and channel audiences are cached.
+    bot_lookup_ttl_s: float = 300.0
+    # Questions one person may ask per minute, and answers generated at once (over it: "busy").
+    bot_user_questions_per_minute: int = 6
+    bot_max_concurrent_answers: int = 8
+    # Slack retries a delivery for up to ~5 minutes; event ids are remembered this long.
+    bot_dedupe_ttl_s: float = 900.0
+
+    # -- Git docs sync (sync/) ---------------------------------------------------------------------
+    # The docs repository: a URL (https://user:token@host/org/repo.git, git@host:org/repo.git) or a
+    # local path. Unset: `docsbot sync` reconciles the local DOCSBOT_DOCS_DIR folder instead.
+    repo: SecretStr | None = None
+    # Branch to follow; empty means the remote's default branch (its HEAD).
+    branch: str = ""
+    # Private working copy and lock file; default `<data_dir>/sync` (required when data_dir is a URI).
+    work_dir: str = ""
+    # Scheduled syncs: every N minutes, or a 5-field cron expression (wins when set), with jitter.
+    sync_interval_minutes: float = 5.0
+    sync_cron: str = ""
+    sync_jitter_s: int = 30
+    # A failed fetch is retried this many times with exponential backoff before the sync fails.
+    sync_fetch_retries: int = 3
+    sync_retry_backoff_s: float = 2.0
+    git_timeout_s: float = 300.0
+    # Shared secret of the push webhook (GitHub X-Hub-Signature-256 or GitLab X-Gitlab-Token).
+    webhook_secret: SecretStr | None = None
+    # The folder watcher waits for this long without changes before reindexing a burst.
+    watch_debounce_ms: int = 1600
+    # Fault injection for crash tests: the sync process kills itself (SIGKILL) at this point,
+    # "before-write" (working copy at the new head, index untouched) or "after-write" (chunks
+    # written, indexed commit not yet recorded). Empty in production.
+    sync_kill_at: Literal["", "before-write", "after-write"] = ""
+
+    # -- Answer log and feedback (rag/answer_log.py, eval/feedback_cli.py) -------------------------
+    # Days answers (and the feedback on them) are kept in the `answers`/`feedback` tables beside
+    # the index; older rows are deleted on a later write. 0 keeps everything.
+    answer_log_days: int = 90

@@ -15,7 +15,7 @@ Mode = Literal["hybrid", "dense", "bm25"]
 
 @dataclass
 class Candidate:
-    row: dict
+    row: dict  # chunk_id, doc_path and access_rank; the whole row once selected
     vector: np.ndarray
     similarity: float  # cosine similarity to the query
     fused: float  # RRF score
@@ -88,4 +88,8 @@ def retrieve(
     text = store.text(query_text, max_rank, settings.candidates) if mode != "dense" else []
     fused = fuse(dense, text, query_vector, settings, mode)
     passed = [c for c in fused if c.similarity >= settings.min_similarity]
-    return Retrieval(candidates=len(fused), passed=passed, selected=mmr(passed, settings.top_k, settings.mmr_lambda))
+    selected = mmr(passed, settings.top_k, settings.mmr_lambda)
+    rows = store.rows([c.chunk_id for c in selected])
+    for c in selected:
+        c.row.update(rows[c.chunk_id])
+    return Retrieval(candidates=len(fused), passed=passed, selected=selected)

@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Iterable
 
@@ -21,7 +21,7 @@ import pyarrow as pa
 os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust logger prints scan warnings at WARN
 
 import lancedb  # noqa: E402
-from lancedb.index import FTS, Bitmap, IvfSq  # noqa: E402
+from lancedb.index import FTS, Bitmap, BTree, IvfSq  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,9 @@ ROW_FIELDS = [
     ("text_hash", pa.string()),
     ("doc_hash", pa.string()),
 ]
-RESULT_COLUMNS = [name for name, _ in ROW_FIELDS if name != "search_text"] + ["vector"]
+# Searches return only what ranking needs; the final few chunks are then read whole (rows()).
+SEARCH_COLUMNS = ["chunk_id", "doc_path", "access_rank", "vector"]
+ROW_COLUMNS = [name for name, _ in ROW_FIELDS if name != "search_text"]
 # Reads of old versions must outlive a reader's refresh interval (see shared notes on cleanup).
 CLEANUP_AFTER = timedelta(minutes=10)
 
@@ -90,19 +92,38 @@ class Hit:
     score: float  # cosine similarity for dense hits, BM25 score for text hits
 
 
+@dataclass
+class _AnnState:
+    """The vector-index routing facts of one table version (see Store.dense)."""
+
+    key: tuple[int, int]  # (table object, version) they were read at
+    has_index: bool
+    min_rows: int  # ann_min_rows recorded by the last maintain()
+    counts: dict[str, int] = field(default_factory=dict)  # access filter -> rows passing
+
+    def passing(self, table: Any, where: str) -> int:
+        if where not in self.counts:
+            self.counts[where] = table.count_rows(where)
+        return self.counts[where]
+
+
 class Store:
     def __init__(self, uri: str, refresh_s: float | None = 2.0) -> None:
         self.uri = uri
         interval = timedelta(seconds=refresh_s) if refresh_s is not None else None
         self._db = lancedb.connect(uri, read_consistency_interval=interval)
         self._tables: dict[str, Any] = {}
+        self._ann: _AnnState | None = None
 
     # -- tables -----------------------------------------------------------------------------
     def _table(self, name: str) -> Any | None:
         if name not in self._tables:
             if name not in self._db.list_tables().tables:
                 return None
-            self._tables[name] = self._db.open_table(name)
+            try:
+                self._tables[name] = self._db.open_table(name)
+            except ValueError:  # listed while another writer is still creating it: not there yet
+                return None
         return self._tables[name]
 
     def chunks(self) -> Any:
@@ -150,6 +171,8 @@ class Store:
             batch = unique[start:start + 500]
             rows = table.search().where(f"text_hash IN ({sql_list(batch)})").select(["text_hash", "vector"])
             result = rows.limit(len(batch)).to_arrow()
+            if result.num_rows == 0:  # none of this batch cached (reshape(0, -1) would fail)
+                continue
             vectors = result["vector"].combine_chunks().flatten().to_numpy().reshape(len(result), -1)
             found.update(zip(result["text_hash"].to_pylist(), vectors))
         return found
@@ -182,6 +205,7 @@ class Store:
             self._tables[CHUNKS] = table = self._db.create_table(CHUNKS, schema=rows.schema)
             table.create_index("search_text", config=FTS())
             table.create_index("access_rank", config=Bitmap())
+            table.create_index("chunk_id", config=BTree())
         paths = None if replace_paths is None else sorted(set(replace_paths))
         if rows.num_rows == 0:
             if paths is None:
@@ -196,38 +220,74 @@ class Store:
             merge = merge.when_not_matched_by_source_delete(f"doc_path IN ({sql_list(paths)})")
         merge.execute(rows)
 
+    # IVF_SQ settings measured with `python -m eval bench` (README, performance section).
+    ANN_PARTITION_ROWS = 1000  # rows per IVF partition: 100 partitions at 100k rows
+    ANN_NPROBES = 10  # partitions probed; the access prefilter applies inside each of them
+    ANN_REFINE = 2  # re-rank limit × 2 SQ candidates with their full vectors
+    ANN_RETRAIN = 1.5  # rebuild the index when the row count moves by this factor
+
     def maintain(self, ann_min_rows: int) -> None:
-        """Compact, fold new rows into the FTS and bitmap indexes, and build the ANN index once
-        the table is large enough for it to beat a flat scan."""
+        """Compact, fold new rows into the FTS, bitmap and ANN indexes, and build the ANN index
+        once the table is large enough for it to beat a flat scan.
+
+        `ann_min_rows` is recorded in meta: a reader routes a search whose access filter passes
+        fewer rows than that to a flat scan, which is then faster and exact."""
         table = self.chunks()
+        if self.meta().get("ann_min_rows") != ann_min_rows:
+            self.set_meta(ann_min_rows=ann_min_rows)
         table.optimize(cleanup_older_than=CLEANUP_AFTER)
-        if table.count_rows() >= ann_min_rows and not self.has_ann_index():
+        self._ann = None
+        rows, trained = table.count_rows(), self.meta().get("ann_trained_rows", 0)
+        # optimize() adds new rows to the IVF partitions but never retrains them: rebuild when the
+        # table has grown or shrunk by half since training, so partitions keep their size.
+        stale = not self.has_ann_index() or not trained / self.ANN_RETRAIN <= rows <= trained * self.ANN_RETRAIN
+        if rows >= ann_min_rows and stale:
             self.build_ann_index()
         vectors = self._table(VECTORS)
         if vectors is not None:
             vectors.optimize(cleanup_older_than=CLEANUP_AFTER)
 
+    def _ann_state(self) -> _AnnState:
+        """What dense() needs to pick a route, read again only when the table version changes."""
+        table = self.chunks()
+        key = (id(table), table.version)
+        if self._ann is None or self._ann.key != key:
+            has_index = any(ix.columns == ["vector"] for ix in table.list_indices())
+            self._ann = _AnnState(key, has_index, int(self.meta().get("ann_min_rows", 0)))
+        return self._ann
+
     def has_ann_index(self) -> bool:
-        return any(ix.columns == ["vector"] for ix in self.chunks().list_indices())
+        return self._ann_state().has_index
 
     def build_ann_index(self) -> None:
         table = self.chunks()
-        partitions = max(16, int(np.sqrt(table.count_rows())))
+        rows = table.count_rows()
+        partitions = max(1, rows // self.ANN_PARTITION_ROWS)
         table.create_index("vector", config=IvfSq(distance_type="cosine", num_partitions=partitions), replace=True)
+        self.set_meta(ann_trained_rows=rows)
+        self._ann = None
 
     # -- reads --------------------------------------------------------------------------------
     def dense(self, vector: np.ndarray, max_rank: int, limit: int) -> list[Hit]:
+        """Top `limit` chunks by cosine similarity among those at `max_rank` or below.
+
+        The ANN index is used when the access filter passes at least `ann_min_rows` rows (counted
+        once per table version with the bitmap index); fewer rows are scanned flat, exactly."""
+        where = f"access_rank <= {int(max_rank)}"
         query = (
             self.chunks()
             .search(vector, vector_column_name="vector")
             .distance_type("cosine")
-            .where(f"access_rank <= {int(max_rank)}")
-            .select([*RESULT_COLUMNS, "_distance"])
+            .where(where)
+            .select([*SEARCH_COLUMNS, "_distance"])
             .limit(limit)
         )
-        if self.has_ann_index():
-            # A narrow access filter can leave few rows in the probed partitions: keep probing.
-            query = query.minimum_nprobes(20).maximum_nprobes(0).refine_factor(4)
+        state = self._ann_state()
+        if state.has_index and state.passing(self.chunks(), where) >= state.min_rows:
+            # maximum_nprobes(0): keep probing while a narrow filter leaves fewer than `limit` rows.
+            query = query.minimum_nprobes(self.ANN_NPROBES).maximum_nprobes(0).refine_factor(self.ANN_REFINE)
+        else:
+            query = query.bypass_vector_index()
         return [_hit(row, 1.0 - row.pop("_distance")) for row in query.to_arrow().to_pylist()]
 
     def text(self, query: str, max_rank: int, limit: int) -> list[Hit]:
@@ -238,10 +298,17 @@ class Store:
             self.chunks()
             .search(words, query_type="fts", fts_columns="search_text")
             .where(f"access_rank <= {int(max_rank)}")
-            .select([*RESULT_COLUMNS, "_score"])
+            .select([*SEARCH_COLUMNS, "_score"])
             .limit(limit)
         )
         return [_hit(row, row.pop("_score")) for row in search.to_arrow().to_pylist()]
+
+    def rows(self, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Whole rows (without vectors) of the given chunks, by id."""
+        if not chunk_ids:
+            return {}
+        query = self.chunks().search().where(f"chunk_id IN ({sql_list(chunk_ids)})").select(ROW_COLUMNS)
+        return {row["chunk_id"]: row for row in query.limit(len(chunk_ids)).to_arrow().to_pylist()}
 
     def doc_hashes(self) -> dict[str, str]:
         """doc_path -> content hash of what is indexed (for reconcile and status)."""
@@ -249,6 +316,15 @@ class Store:
             return {}
         table = self.chunks().search().select(["doc_path", "doc_hash"]).limit(None).to_arrow()
         return dict(zip(table["doc_path"].to_pylist(), table["doc_hash"].to_pylist()))
+
+    def doc_columns(self, *columns: str) -> dict[str, tuple]:
+        """doc_path -> values of per-document columns (doc_hash, commit, ...) for each indexed
+        document: what a sync compares with the files at head."""
+        if not self.exists():
+            return {}
+        table = self.chunks().search().select(["doc_path", *columns]).limit(None).to_arrow()
+        values = zip(*(table[c].to_pylist() for c in columns))
+        return dict(zip(table["doc_path"].to_pylist(), values))
 
     def counts(self) -> dict[str, int]:
         if not self.exists():

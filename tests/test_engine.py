@@ -47,11 +47,11 @@ def test_access_filter_runs_inside_the_search_before_top_k(sample_engine: Engine
     store = sample_engine.store
     vector = embedder.embed(["emergency production database access break glass"])[0]
     public = store.dense(vector, int(Level.public), 10)
-    assert len(public) == 10 and {h.row["access"] for h in public} == {"public"}
+    assert len(public) == 10 and {h.row["access_rank"] for h in public} == {0}
     text = store.text("breakglass database emergency credentials", int(Level.public), 10)
-    assert text and {h.row["access"] for h in text} == {"public"}
+    assert text and {h.row["access_rank"] for h in text} == {0}
     unfiltered = store.dense(vector, int(Level.restricted), 3)
-    assert unfiltered[0].row["access"] == "restricted"  # the filter is what kept it out above
+    assert unfiltered[0].row["access_rank"] == 2  # the filter is what kept it out above
     assert np.isclose(unfiltered[0].score, float(unfiltered[0].vector @ vector), atol=1e-4)
 
 

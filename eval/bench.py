@@ -1,0 +1,326 @@
+"""`python -m eval bench`: dense retrieval latency and recall@16 against numpy brute force, the
+row count where the ANN index starts to pay (`ann_min_rows`), and the ingest rate.
+
+Everything real runs: the local MiniLM embedder, LanceDB on disk in a temp dir, `Store.write`,
+`Store.maintain` and `Store.dense` as the bot calls them. The box is shared and noisy, so every
+latency is printed as a ratio to a numpy top-k measured in the same loop, query by query.
+
+Vectors: a few hundred awsdocs chunks are indexed for real (the ingest measurement); the big
+tables are made from those real embeddings, each synthetic row `normalise(a + w·b + 0.7·noise)`
+for real chunk vectors a, b (w uniform in [0, 1], Gaussian noise of norm ~1), which keeps the
+real embedding geometry without the 1-base-many-copies clumps that flatter IVF. Queries are the
+awsdocs golden questions, then section headings of chunks that were not indexed.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+# The baseline is single-threaded numpy; this only holds when numpy is not imported yet.
+NUMPY_SINGLE_THREAD = "numpy" not in sys.modules
+if NUMPY_SINGLE_THREAD:
+    for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_name] = "1"
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+
+from docsbot.settings import Settings  # noqa: E402
+from rag.chunking import chunk_document  # noqa: E402
+from rag.documents import AccessRules, Document, load_folder  # noqa: E402
+from rag.embeddings import Embedder, make_embedder  # noqa: E402
+from rag.indexer import apply_documents  # noqa: E402
+from rag.levels import Level  # noqa: E402
+from rag.store import Store, vector_array  # noqa: E402
+
+AWSDOCS = Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "awsdocs-dev"
+K = 16
+NOISE = 0.7
+BATCH_ROWS = 10_000  # rows per Store.write while a table grows (bulk loads scan slower)
+NEVER = 2**62  # an ann_min_rows no table reaches: every search is a flat scan
+# Access filters measured: (name, max rank, share of rows passing). Documents get levels so
+# that about 10% of rows are public and 60% team: team readers pass ~70%, public ones ~10%.
+FILTERS = (("team", int(Level.team), 0.7), ("public", int(Level.public), 0.1))
+
+
+@dataclass
+class Corpus:
+    base: pa.Table  # indexed rows of the real chunks, with their vectors
+    queries: list[str]
+    query_vectors: np.ndarray
+
+
+@dataclass
+class Synthetic:
+    vectors: np.ndarray  # float32, L2-normalised
+    ranks: np.ndarray  # access_rank of each row
+    primary: np.ndarray  # index in the base table of the chunk each row derives from
+
+
+def load_docs(root: Path, settings: Settings, seed: int) -> list[Document]:
+    docs, _ = load_folder(root, settings.include, settings.exclude, AccessRules({}, Level.team), settings.max_file_bytes)
+    random.Random(seed).shuffle(docs)
+    return docs
+
+
+def ingest(store: Store, embedder: Embedder, settings: Settings, docs: list[Document], chunks: int) -> dict[str, float]:
+    """Index whole documents (about `chunks` chunks) through the real path: chunk, embed, write,
+    maintain. Returns chunks per second."""
+    picked, total = [], 0
+    for doc in docs:
+        if total >= chunks:
+            break
+        picked.append(doc)
+        total += len(chunk_document(doc, settings.chunk_size, settings.chunk_overlap))
+    stats = apply_documents(store, embedder, settings, picked, {}, full=True)
+    return {"chunks": stats.chunks, "seconds": round(stats.seconds, 2), "chunks_per_s": round(stats.chunks / stats.seconds, 1)}
+
+
+def make_queries(docs: list[Document], indexed: set[str], settings: Settings, count: int) -> list[str]:
+    """Golden questions first, then heading paths of sections that were not indexed."""
+    golden = [json.loads(line)["question"] for line in (AWSDOCS / "golden.jsonl").read_text().splitlines() if line]
+    headings: dict[str, None] = {}
+    for doc in docs:
+        if doc.path not in indexed:
+            chunks = chunk_document(doc, settings.chunk_size, settings.chunk_overlap)
+            headings.update(dict.fromkeys(c.heading_path for c in chunks if c.section))
+        if len(golden) + len(headings) >= count:
+            break
+    return (golden + list(headings))[:count]
+
+
+def synthesize(base_vectors: np.ndarray, base_ranks: np.ndarray, rows: int, seed: int) -> Synthetic:
+    rng = np.random.default_rng(seed)
+    primary = np.arange(rows) % len(base_vectors)
+    other = rng.integers(0, len(base_vectors), rows)
+    weight = rng.uniform(0.0, 1.0, (rows, 1)).astype(np.float32)
+    noise = rng.standard_normal((rows, base_vectors.shape[1]), dtype=np.float32) / np.sqrt(base_vectors.shape[1])
+    vectors = base_vectors[primary] + weight * base_vectors[other] + NOISE * noise
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return Synthetic(vectors.astype(np.float32), base_ranks[primary], primary)
+
+
+def assign_levels(base: pa.Table, seed: int) -> np.ndarray:
+    """access_rank per base row, by document: the first ~10% of rows public, then ~60% team."""
+    paths = base["doc_path"].to_pylist()
+    order = sorted(set(paths))
+    random.Random(seed).shuffle(order)
+    per_doc = {p: 0 for p in order}
+    for p in paths:
+        per_doc[p] += 1
+    level, seen = {}, 0
+    for p in order:
+        share = seen / len(paths)
+        level[p] = int(Level.public) if share < 0.1 else int(Level.team) if share < 0.7 else int(Level.restricted)
+        seen += per_doc[p]
+    return np.array([level[p] for p in paths], dtype=np.int8)
+
+
+def synthetic_rows(base: pa.Table, data: Synthetic, start: int, stop: int) -> pa.Table:
+    """Rows start..stop in the chunk schema: the primary chunk's columns, a new id and vector."""
+    rows = base.take(pa.array(data.primary[start:stop]))
+    ids = [f"bench-{i:07d}" for i in range(start, stop)]
+    ranks = data.ranks[start:stop]
+    replaced = {
+        "chunk_id": pa.array(ids),
+        "doc_path": pa.array([f"bench/{i // 20:05d}.md" for i in range(start, stop)]),
+        "access": pa.array([Level(int(r)).name for r in ranks]),
+        "access_rank": pa.array(ranks, type=pa.int8()),
+        "vector": vector_array(data.vectors[start:stop]),
+    }
+    for name, values in replaced.items():
+        rows = rows.set_column(rows.schema.get_field_index(name), rows.schema.field(name), values)
+    return rows
+
+
+def grow(store: Store, base: pa.Table, data: Synthetic, have: int, want: int) -> None:
+    for start in range(have, want, BATCH_ROWS):
+        rows = synthetic_rows(base, data, start, min(want, start + BATCH_ROWS))
+        store.write(rows, rows["doc_path"].unique().to_pylist())
+
+
+def exact_top(vectors: np.ndarray, ranks: np.ndarray, query: np.ndarray, max_rank: int) -> np.ndarray:
+    """The baseline: brute-force cosine top-k with the access filter as a mask."""
+    scores = np.where(ranks <= max_rank, vectors @ query, -np.inf)
+    top = np.argpartition(-scores, K)[:K]
+    return top[np.argsort(-scores[top])]
+
+
+def _ms(samples: list[float], q: float) -> float:
+    return round(float(np.percentile(samples, q)) * 1000, 2)
+
+
+def measure(
+    store: Store, data: Synthetic, rows: int, corpus: Corpus, max_rank: int, embedder: Embedder | None = None
+) -> dict[str, Any]:
+    """Per query, interleaved so both see the same load: the numpy baseline, Store.dense, and
+    (with an embedder) query embedding + Store.dense."""
+    vectors, ranks = data.vectors[:rows], data.ranks[:rows]
+    times: dict[str, list[float]] = {"baseline": [], "store": [], "with_embed": []}
+    recalls = []
+
+    def timed(name: str, call: Callable[[], Any]) -> Any:
+        started = time.perf_counter()
+        result = call()
+        times[name].append(time.perf_counter() - started)
+        return result
+
+    for text, query in zip(corpus.queries, corpus.query_vectors):
+        exact = timed("baseline", lambda: exact_top(vectors, ranks, query, max_rank))
+        hits = timed("store", lambda: store.dense(query, max_rank, K))
+        if embedder is not None:
+            timed("with_embed", lambda: store.dense(embedder.embed([text])[0], max_rank, K))
+        found = {int(h.row["chunk_id"].removeprefix("bench-")) for h in hits}
+        recalls.append(len(found & set(exact.tolist())) / K)
+    result = {
+        "p50_ms": _ms(times["store"], 50),
+        "p95_ms": _ms(times["store"], 95),
+        "baseline_p50_ms": _ms(times["baseline"], 50),
+        "ratio": round(float(np.median(times["store"]) / np.median(times["baseline"])), 2),
+        "recall@16": round(float(np.mean(recalls)), 3),
+        "rows_passing": int((ranks <= max_rank).sum()),
+    }
+    if embedder is not None:
+        result |= {"p50_with_embed_ms": _ms(times["with_embed"], 50), "p95_with_embed_ms": _ms(times["with_embed"], 95)}
+    return result
+
+
+def crossover(points: list[dict[str, Any]]) -> int | None:
+    """Smallest passing-row count from which the ANN route is faster than the flat scan at every
+    measured point (None when it never is)."""
+    best = None
+    for point in sorted(points, key=lambda p: -p["rows_passing"]):
+        if point["ann_p50_ms"] >= point["flat_p50_ms"]:
+            break
+        best = point["rows_passing"]
+    return best
+
+
+def run(
+    workdir: Path, sizes: list[int], probe_sizes: list[int], queries: int, ingest_chunks: int, seed: int = 0,
+    log: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    settings = Settings(_env_file=None, data_dir=str(workdir / "ingest"))
+    embedder = make_embedder(settings)
+    docs = load_docs(AWSDOCS / "docs", settings, seed)
+
+    log(f"ingest: embedding ~{ingest_chunks} chunks with {embedder.name} ...")
+    ingest_store = Store(settings.data_dir)
+    rate = ingest(ingest_store, embedder, settings, docs, ingest_chunks)
+    base = ingest_store.chunks().to_arrow()
+    base_vectors = base["vector"].combine_chunks().flatten().to_numpy().reshape(base.num_rows, -1)
+    texts = make_queries(docs, set(base["doc_path"].to_pylist()), settings, queries)
+    corpus = Corpus(base, texts, embedder.embed(texts))
+
+    data = synthesize(base_vectors, assign_levels(base, seed), max(sizes + probe_sizes), seed)
+    store = Store(str(workdir / "bench"), refresh_s=None)
+    retrieval: dict[str, Any] = {}
+    points: list[dict[str, Any]] = []
+    have = 0
+    for rows in sorted(set(sizes + probe_sizes)):
+        log(f"{rows:,} rows: writing and maintaining ...")
+        grow(store, base, data, have, rows)
+        have = rows
+        store.maintain(NEVER)
+        flat = {name: measure(store, data, rows, corpus, rank) for name, rank, _ in FILTERS}
+        started = time.perf_counter()
+        store.build_ann_index()
+        build_s = round(time.perf_counter() - started, 2)
+        store.maintain(0)
+        ann = {name: measure(store, data, rows, corpus, rank) for name, rank, _ in FILTERS}
+        for name, _, _ in FILTERS:
+            points.append({
+                "rows": rows, "filter": name, "rows_passing": flat[name]["rows_passing"],
+                "flat_p50_ms": flat[name]["p50_ms"], "flat_ratio": flat[name]["ratio"],
+                "ann_p50_ms": ann[name]["p50_ms"], "ann_ratio": ann[name]["ratio"],
+                "ann_recall@16": ann[name]["recall@16"], "index_build_s": build_s,
+            })
+            log(_point_line(points[-1]))
+        if rows in sizes:
+            store.maintain(settings.ann_min_rows)
+            retrieval[str(rows)] = {
+                name: _with_route(measure(store, data, rows, corpus, rank, embedder), rows, settings.ann_min_rows)
+                for name, rank, _ in FILTERS
+            } | {"index_build_s": build_s}
+    return {
+        "retrieval": retrieval,
+        "ann_min_rows": {"configured": settings.ann_min_rows, "measured": crossover(points), "points": points},
+        "ingest": rate,
+        "setup": {
+            "base_chunks": base.num_rows, "queries": len(texts), "k": K, "noise": NOISE,
+            "numpy_threads": "1" if NUMPY_SINGLE_THREAD else "default (numpy was imported before the bench)",
+            "ann": {"partition_rows": Store.ANN_PARTITION_ROWS, "nprobes": Store.ANN_NPROBES, "refine": Store.ANN_REFINE},
+        },
+    }
+
+
+def _with_route(figures: dict[str, Any], rows: int, ann_min_rows: int) -> dict[str, Any]:
+    """Name the route Store.dense took: the index exists from ann_min_rows rows and is used when
+    the filter passes at least that many."""
+    ann = rows >= ann_min_rows and figures["rows_passing"] >= ann_min_rows
+    return figures | {"route": "ann" if ann else "flat"}
+
+
+def _point_line(p: dict[str, Any]) -> str:
+    return (
+        f"  {p['rows']:>7,} rows {p['filter']:<6} passing {p['rows_passing']:>6,}: flat {p['flat_p50_ms']:7.1f} ms "
+        f"({p['flat_ratio']:.2f}x numpy)  ann {p['ann_p50_ms']:6.1f} ms ({p['ann_ratio']:.2f}x, recall "
+        f"{p['ann_recall@16']:.3f})  index build {p['index_build_s']:.1f} s"
+    )
+
+
+def report(result: dict[str, Any]) -> str:
+    setup = result["setup"]
+    lines = [
+        f"dense retrieval, k={setup['k']}, {setup['queries']} queries, vectors from {setup['base_chunks']} real "
+        f"chunks; baseline numpy brute force (threads: {setup['numpy_threads']}); ratio = store p50 / numpy p50",
+        f"{'rows':>8} {'filter':<7} {'passing':>8} {'route':<5} {'p50':>7} {'p95':>7} {'p50+emb':>8} "
+        f"{'p95+emb':>8} {'numpy':>7} {'ratio':>6} {'recall@16':>9}",
+    ]
+    for rows, filters in result["retrieval"].items():
+        for name, _, _ in FILTERS:
+            r = filters[name]
+            lines.append(
+                f"{int(rows):>8,} {name:<7} {r['rows_passing']:>8,} {r['route']:<5} {r['p50_ms']:>7.1f} "
+                f"{r['p95_ms']:>7.1f} {r['p50_with_embed_ms']:>8.1f} {r['p95_with_embed_ms']:>8.1f} "
+                f"{r['baseline_p50_ms']:>7.1f} {r['ratio']:>6.2f} {r['recall@16']:>9.3f}"
+            )
+    ann = result["ann_min_rows"]
+    lines += ["", f"flat scan vs ANN (IVF_SQ {setup['ann']}), p50 and ratio to numpy:"]
+    lines += [_point_line(p) for p in ann["points"]]
+    lines.append(f"ANN faster than flat from {ann['measured']} passing rows (ann_min_rows configured: {ann['configured']})")
+    ing = result["ingest"]
+    lines += ["", f"ingest: {ing['chunks']} chunks in {ing['seconds']} s = {ing['chunks_per_s']} chunks/s (embed + write + maintain)"]
+    return "\n".join(lines)
+
+
+def _sizes(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["bench"])
+    parser.add_argument("--sizes", type=_sizes, default=[10_000, 100_000], help="table sizes reported (rows)")
+    parser.add_argument(
+        "--probe-sizes", type=_sizes, default=[5_000, 20_000, 50_000],
+        help="extra sizes for the flat-vs-ANN crossover (ann_min_rows)",
+    )
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--ingest-chunks", type=int, default=400, help="real chunks embedded and indexed")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    log = (lambda _: None) if args.json else (lambda line: print(line, file=sys.stderr, flush=True))
+    with tempfile.TemporaryDirectory(prefix="docsbot-bench-") as tmp:
+        result = run(Path(tmp), args.sizes, args.probe_sizes, args.queries, args.ingest_chunks, log=log)
+    print(json.dumps(result, indent=2) if args.json else report(result))
+    return 0

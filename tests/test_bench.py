@@ -1,0 +1,44 @@
+"""Smoke test of `python -m eval bench` on tiny tables: structure and sane values, no timings."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eval import bench
+
+
+def test_exact_top_applies_the_access_mask() -> None:
+    rng = np.random.default_rng(1)
+    vectors = rng.standard_normal((300, 8)).astype(np.float32)
+    ranks = rng.integers(0, 3, 300).astype(np.int8)
+    query = vectors[0]
+    top = bench.exact_top(vectors, ranks, query, 0)
+    allowed = np.flatnonzero(ranks == 0)
+    expected = allowed[np.argsort(-(vectors[allowed] @ query))][: bench.K]
+    assert top.tolist() == expected.tolist()
+
+
+def test_crossover_is_where_ann_stays_faster() -> None:
+    points = [
+        {"rows_passing": 1_000, "flat_p50_ms": 2.0, "ann_p50_ms": 3.0},
+        {"rows_passing": 7_000, "flat_p50_ms": 9.0, "ann_p50_ms": 8.0},
+        {"rows_passing": 70_000, "flat_p50_ms": 60.0, "ann_p50_ms": 9.0},
+    ]
+    assert bench.crossover(points) == 7_000
+    assert bench.crossover(points[:1]) is None
+
+
+def test_bench_runs_end_to_end(tmp_path: Path) -> None:
+    result = bench.run(tmp_path, sizes=[2_000], probe_sizes=[1_000], queries=6, ingest_chunks=25)
+    figures = result["retrieval"]["2000"]
+    for name, _, _ in bench.FILTERS:
+        row = figures[name]
+        assert 0.0 <= row["recall@16"] <= 1.0
+        assert row["p50_ms"] > 0 and row["baseline_p50_ms"] > 0 and row["ratio"] > 0
+        assert row["route"] in ("flat", "ann")
+        assert 0 < row["rows_passing"] <= 2_000
+    assert len(result["ann_min_rows"]["points"]) == 2 * len(bench.FILTERS)
+    assert result["ingest"]["chunks_per_s"] > 0
+    assert "chunks/s" in bench.report(result)
