@@ -1,0 +1,212 @@
+"""From a question in a conversation to an answer posted there, at the level its readers allow.
+
+The level is min(asker, audience): a DM is read by the asker alone; any other conversation by
+everyone in it (see `bot.directory`). When the asker could see more than the audience, they get
+a private offer to be answered in a DM at their own level.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import blocks
+from bot.directory import Audience, Directory
+from bot.limits import AnswerSlots, UserRateLimit
+from bot.ttl import TTLCache
+from rag.answer import Answer
+from rag.engine import Engine
+from rag.levels import Level
+
+log = logging.getLogger(__name__)
+
+History = list[tuple[str, str]]
+Tell = Callable[[str], Awaitable[None]]  # a private note to the asker
+Reply = Callable[[dict[str, Any]], Awaitable[Any]]  # a whole message only the asker sees
+
+BUSY = "I'm answering a lot of questions right now. Please ask again in a minute."
+FAILED = "Sorry, something went wrong on my side while answering. Please try again."
+NOT_IN_CHANNEL_ERRORS = {"not_in_channel", "channel_not_found"}
+# Abstentions a DM at the asker's own level could turn into an answer.
+_LEVEL_BOUND = {"no_access", "no_match", "declined"}
+_HISTORY_MESSAGES = 12
+_HISTORY_CHARS = 1000
+
+
+class NotInChannel(RuntimeError):
+    """The bot cannot post in this conversation (not invited, or a DM between other people)."""
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    user: str
+    channel: str
+    thread_ts: str | None  # root of the thread the answer goes in; None: top level (a DM)
+    history: History = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AnswerRecord:
+    """What was asked and answered, by answer id (kept for the DM offer and feedback)."""
+
+    question: Question
+    level: Level
+    answered: bool
+    abstain_reason: str | None
+    doc_paths: tuple[str, ...]
+    ts: str  # the answer message in q.channel ("" when it was ephemeral)
+
+
+class Answerer:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        engine: Engine,
+        directory: Directory,
+        rate: UserRateLimit,
+        slots: AnswerSlots,
+        record_ttl_s: float = 24 * 3600,
+    ) -> None:
+        self.client = client
+        self.engine = engine
+        self.directory = directory
+        self.rate = rate
+        self.slots = slots
+        self.records: TTLCache[str, AnswerRecord] = TTLCache(record_ttl_s)
+
+    # -- delivering answers ------------------------------------------------------------------------
+    async def answer_in_conversation(
+        self, q: Question, tell: Tell, announce: dict[str, Any] | None = None, private: Reply | None = None
+    ) -> None:
+        """Post a placeholder in the thread and replace it with the answer.
+
+        `announce` is first posted at the top level and the answer goes in its thread (for
+        `/docs`). When the bot may not post in the conversation, the answer goes to `private`
+        (seen by the asker alone, so at the asker's level) or NotInChannel is raised."""
+        asker = await self.directory.user_level(q.user)
+        if asker is None:
+            return
+        audience = await self.directory.audience(q.channel)
+        level = audience.cap(asker)
+        if not await self._admitted(q.user, tell):
+            return
+        async with self.slots.take() as free:
+            if not free:
+                await tell(BUSY)
+                return
+            try:
+                if announce is not None:
+                    q = replace(q, thread_ts=await self.post(q.channel, None, announce))
+                placeholder = await self.post(q.channel, q.thread_ts, blocks.notice(blocks.THINKING))
+            except NotInChannel:
+                if private is None:
+                    raise
+                answer, answer_id = await self._ask(q, asker, "")
+                await private(blocks.answer_message(answer, answer_id))
+                return
+            except SlackApiError as exc:
+                log.warning("cannot post in %s: %s", q.channel, exc.response.get("error"))
+                await tell(FAILED)
+                return
+            try:
+                answer, answer_id = await self._ask(q, level, placeholder)
+                await self._update(q.channel, placeholder, blocks.answer_message(answer, answer_id))
+            except Exception:
+                log.exception("answering in %s failed", q.channel)
+                await self._update(q.channel, placeholder, blocks.notice(FAILED))
+                return
+        could_use_more = not answer.answered and answer.abstain_reason in _LEVEL_BOUND
+        if asker > level and (could_use_more or answer.diagnostics.blocked):
+            await self._offer_dm(q, answer_id, audience)
+
+    async def answer_in_dm(self, user: str, answer_id: str, tell: Tell) -> None:
+        """The DM offer was accepted: answer the recorded question again in a DM with the asker."""
+        record = self.records.get(answer_id)
+        if record is None or record.question.user != user:
+            await tell("That offer has expired. Send me the question in a direct message instead.")
+            return
+        opened = await self.client.conversations_open(users=user)
+        channel = opened["channel"]["id"]
+        q = Question(record.question.text, user, channel, None, record.question.history)
+        await self.answer_in_conversation(q, lambda text: self._post_plain(channel, text))
+
+    # -- steps -----------------------------------------------------------------------------------
+    async def _admitted(self, user: str, tell: Tell) -> bool:
+        wait = self.rate.try_take(user)
+        if wait:
+            await tell(f"You've asked {self.rate.per_minute} questions in the last minute. "
+                       f"Please wait {max(1, round(wait))} seconds and ask again.")
+        return not wait
+
+    async def _ask(self, q: Question, level: Level, ts: str) -> tuple[Answer, str]:
+        answer = await self.engine.ask(q.text, level, q.history)
+        if answer.abstain_reason:
+            log.info("abstained (%s): %s", answer.abstain_reason, answer.detail)
+        answer_id = uuid.uuid4().hex[:16]
+        self.records.set(answer_id, AnswerRecord(
+            q, level, answer.answered, answer.abstain_reason,
+            tuple(c.doc_path for c in answer.citations), ts,
+        ))
+        return answer, answer_id
+
+    async def _offer_dm(self, q: Question, answer_id: str, audience: Audience) -> None:
+        reason = f"This is {audience.reason}: not everyone here may read all the docs you can."
+        try:
+            await self.client.chat_postEphemeral(
+                channel=q.channel, user=q.user, thread_ts=q.thread_ts, **blocks.dm_offer(answer_id, reason)
+            )
+        except SlackApiError as exc:
+            log.warning("could not send the DM offer in %s: %s", q.channel, exc.response.get("error"))
+
+    # -- Web API helpers -------------------------------------------------------------------------
+    async def post(self, channel: str, thread_ts: str | None, message: dict[str, Any]) -> str:
+        try:
+            response = await self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, **message)
+        except SlackApiError as exc:
+            if exc.response.get("error") in NOT_IN_CHANNEL_ERRORS:
+                raise NotInChannel(exc.response.get("error")) from None
+            raise
+        return response["ts"]
+
+    async def _post_plain(self, channel: str, text: str) -> None:
+        await self.post(channel, None, blocks.notice(text))
+
+    async def _update(self, channel: str, ts: str, message: dict[str, Any]) -> None:
+        await self.client.chat_update(channel=channel, ts=ts, **message)
+
+
+def question_text(slack_text: str, bot_user_id: str | None) -> str:
+    """The question in a message: without the bot's mention, Slack's escapes undone."""
+    if bot_user_id:
+        slack_text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", " ", slack_text)
+    return " ".join(slack_text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").split())
+
+
+async def thread_history(
+    client: AsyncWebClient, channel: str, thread_ts: str, before_ts: str, bot_user_id: str | None
+) -> History:
+    """The thread's earlier messages as (speaker, text): untrusted context for a follow-up.
+
+    A failed lookup gives no history (the question is answered on its own)."""
+    try:
+        response = await client.conversations_replies(channel=channel, ts=thread_ts, limit=100)
+    except SlackApiError as exc:
+        log.warning("conversations.replies %s failed: %s", channel, exc.response.get("error"))
+        return []
+    history: History = []
+    for message in response.get("messages", []):
+        if float(message.get("ts", 0)) >= float(before_ts):
+            continue
+        is_bot = bool(message.get("bot_id")) or (bot_user_id is not None and message.get("user") == bot_user_id)
+        if is_bot and message.get("text") == blocks.THINKING:
+            continue
+        if text := question_text(message.get("text", ""), bot_user_id):
+            history.append(("agent" if is_bot else "user", text[:_HISTORY_CHARS]))
+    return history[-_HISTORY_MESSAGES:]

@@ -1,0 +1,201 @@
+"""Try the bot without Slack: type messages as someone in a channel and read the bot's replies.
+
+The same listeners and Web API calls as in Slack: each line becomes a signed request to the
+bot's HTTP app, and the bot's calls are served (and shown here) by the local Slack stand-in,
+populated with the demo workspace of `bot.demo`.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot import demo
+from bot.blocks import QUESTION_INPUT
+from bot.deliveries import buttons
+from bot.docs_sync import sync_now
+from bot.local import LocalSlack, local_slack
+from bot.standin import visible_text
+from docsbot.settings import Settings
+from rag.engine import Engine
+
+HELP = """Type as if in Slack:
+  @docsbot QUESTION     mention the bot (in a thread after :thread)
+  /docs QUESTION        the slash command (/docs help, /docs status, /docs sync, /docs alone)
+  TEXT                  a message (answered in a DM; in a channel the bot needs a mention)
+  :user NAME            speak as alice, bob, dan, eve or guest       :users     who is who
+  :channel NAME         go to general, eng, sre, partners, random, dm :channels  what is where
+  :thread / :top        reply in the thread of the last question / back to the channel
+  :click N              press button N                                :quit      leave"""
+
+
+@dataclass
+class Console:
+    local: LocalSlack
+    user: str = demo.BOB
+    channel: str = demo.GENERAL
+    thread_ts: str | None = None
+    last_root: str | None = None
+    seen_calls: int = 0
+    buttons: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+
+    # -- names -------------------------------------------------------------------------------------
+    def user_name(self, user_id: str) -> str:
+        return self.local.standin.workspace.users.get(user_id, {}).get("name", user_id)
+
+    def channel_name(self, channel_id: str) -> str:
+        info = self.local.standin.workspace.channels.get(channel_id, {})
+        return f"DM with {self.user_name(info.get('user', ''))}" if info.get("is_im") else f"#{info.get('name', channel_id)}"
+
+    def prompt(self) -> str:
+        where = self.channel_name(self.channel) + (" (thread)" if self.thread_ts else "")
+        return f"[{self.user_name(self.user)} in {where}]> "
+
+    def find(self, kind: str, name: str) -> str | None:
+        ws = self.local.standin.workspace
+        if kind == "user":
+            table = {u["name"]: uid for uid, u in ws.users.items() if not u["is_bot"]}
+        elif name == "dm":
+            return self.local.standin.dm_channel(self.user)
+        else:
+            table = {c["name"]: cid for cid, c in ws.channels.items() if not c["is_im"]}
+        name = name.lstrip("#@").lower()
+        return table.get(name) or next((v for v in table.values() if v.lower() == name), None)
+
+    # -- input -------------------------------------------------------------------------------------
+    async def handle(self, line: str) -> bool:
+        """One line typed; False to leave."""
+        word, _, rest = line.partition(" ")
+        rest = rest.strip()
+        if word in (":quit", ":q", ":exit"):
+            return False
+        if word == ":help":
+            print(HELP)
+        elif word == ":users":
+            for user in self.local.standin.workspace.users.values():
+                if not user["is_bot"]:
+                    level = await self.local.bot.services.answerer.directory.user_level(user["id"])
+                    print(f"  {user['name']:<6} {user['id']:<8} {level.name if level is not None else 'bot'}"
+                          + ("  (guest)" if user["is_restricted"] else ""))
+        elif word == ":channels":
+            for cid, info in self.local.standin.workspace.channels.items():
+                if not info["is_im"]:
+                    audience = await self.local.bot.services.answerer.directory.audience(cid)
+                    inside = "" if self.local.standin.workspace.bot_user_id in info["members"] else "  (bot not invited)"
+                    print(f"  #{info['name']:<9} {audience.level.name:<10} {audience.reason}{inside}")
+        elif word in (":user", ":channel"):
+            found = self.find(word[1:], rest)
+            if found is None:
+                print(f"no such {word[1:]}: {rest!r} (try {':users' if word == ':user' else ':channels'})")
+            elif word == ":user":
+                self.user = found
+            else:
+                self.channel, self.thread_ts = found, None
+        elif word == ":thread":
+            self.thread_ts = self.last_root
+            print("now replying in the thread" if self.thread_ts else "no question to follow up on yet")
+        elif word == ":top":
+            self.thread_ts = None
+        elif word == ":click":
+            await self.click(rest)
+        elif line.startswith("/docs"):
+            await self.slash(line.removeprefix("/docs").strip())
+        elif line.startswith(":"):
+            print("unknown command; :help lists them")
+        else:
+            await self.say(line)
+        return True
+
+    async def say(self, text: str) -> None:
+        local, ws = self.local, self.local.standin.workspace
+        mention = re.match(r"@docsbot\b", text, re.I)
+        slack_text = re.sub(r"^@docsbot\b", f"<@{ws.bot_user_id}>", text, flags=re.I)
+        ts = local.standin.post_as_user(self.channel, self.user, slack_text, self.thread_ts)
+        self.last_root = self.thread_ts or ts
+        info = ws.channels[self.channel]
+        if mention and not info["is_im"]:
+            event = local.slack.mention(self.user, self.channel, text[mention.end():].strip(), ts, self.thread_ts)
+        elif info["is_im"]:
+            event = local.slack.direct_message(self.user, self.channel, slack_text, ts)
+            if self.thread_ts:
+                event["thread_ts"] = self.thread_ts
+        else:
+            print("(docsbot only reads channel messages that mention it: start with @docsbot)")
+            return
+        await self.deliver(local.slack.event(event))
+
+    async def slash(self, text: str) -> None:
+        if self.thread_ts:
+            print("(Slack does not run slash commands in threads: sent to the channel)")
+        self.last_root = None
+        await self.deliver(self.local.slack.command(self.user, self.channel, text))
+
+    async def click(self, number: str) -> None:
+        if not number.isdigit() or not 1 <= int(number) <= len(self.buttons):
+            print(f"no button {number!r}")
+            return
+        channel, button, message = self.buttons[int(number) - 1]
+        await self.deliver(self.local.slack.click(self.user, channel, button, message))
+
+    async def deliver(self, request: Any) -> None:
+        delivered = await request
+        if delivered.status != 200:
+            print(f"(Slack would show an error: HTTP {delivered.status} {delivered.body})")
+        await self.local.settle()
+        await self.show_new_calls()
+
+    # -- output ------------------------------------------------------------------------------------
+    async def show_new_calls(self) -> None:
+        calls = self.local.standin.calls[self.seen_calls:]
+        self.seen_calls += len(calls)
+        for call in calls:
+            if not call.ok:
+                continue
+            p = call.params
+            if call.method in ("chat.postMessage", "chat.update"):
+                edited = " (edited)" if call.method == "chat.update" else ""
+                thread = " in thread" if p.get("thread_ts") else ""
+                self.show(f"docsbot → {self.channel_name(p['channel'])}{thread}{edited}", p, p["channel"], p.get("ts"))
+            elif call.method == "chat.postEphemeral":
+                self.show(f"docsbot → only {self.user_name(p['user'])} sees this", p, p["channel"], None)
+            elif call.method == "response_url":
+                self.show("docsbot → only you see this", p, self.channel, None)
+            elif call.method == "views.open":
+                await self.fill_form(p["view"])
+
+    def show(self, header: str, message: dict[str, Any], channel: str, ts: str | None) -> None:
+        text = visible_text(message)
+        for button in buttons(message):
+            self.buttons.append((channel, button, message | {"ts": ts or ""}))
+            text = text.replace(f"[{button['text']['text']}]", f"[{len(self.buttons)}: {button['text']['text']}]", 1)
+        print(f"\n{header}\n" + "\n".join("    " + line for line in readable(text, self.user_name).splitlines()) + "\n")
+
+    async def fill_form(self, view: dict[str, Any]) -> None:
+        print(f"\n[form: {view['title']['text']}]")
+        question = (await asyncio.to_thread(input, "  Your question (empty cancels): ")).strip()
+        if question:
+            values = {QUESTION_INPUT: {QUESTION_INPUT: {"type": "plain_text_input", "value": question}}}
+            await self.deliver(self.local.slack.submit_view(self.user, view, values))
+
+
+def readable(mrkdwn: str, user_name: Any) -> str:
+    """Slack mrkdwn as a terminal shows it: links as `label (url)`, mentions as @name."""
+    text = re.sub(r"<(https?://[^|>]+)\|([^>]+)>", r"\2 (\1)", mrkdwn)
+    text = re.sub(r"<@([A-Z0-9_]+)(?:\|[^>]*)?>", lambda m: "@" + user_name(m.group(1)), text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+async def run_console(settings: Settings, engine: Engine) -> None:
+    async with local_slack(settings, engine, run_sync=sync_now(settings, engine)) as local:
+        console = Console(local)
+        print("A local Slack workspace with docsbot (no real Slack involved). :help lists commands.")
+        print(HELP)
+        while True:
+            try:
+                line = (await asyncio.to_thread(input, console.prompt())).strip()
+            except EOFError:
+                print()
+                return
+            if line and not await console.handle(line):
+                return

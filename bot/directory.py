@@ -1,0 +1,134 @@
+"""Who is asking and who will read the answer, as access levels (cached lookups, fail closed).
+
+Any lookup that fails makes the person or the conversation `public`: a Slack outage or a
+missing scope can only make answers narrower, never wider.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.access import AccessPolicy
+from bot.ttl import TTLCache
+from rag.levels import Level
+
+log = logging.getLogger(__name__)
+
+_LOOKUP_ERRORS = (SlackApiError, SlackClientError, OSError, TimeoutError)
+_MEMBERS_PAGE = 200
+
+
+@dataclass(frozen=True)
+class Audience:
+    """The level an answer in a conversation may use; `direct` means the asker reads it alone."""
+
+    level: Level
+    direct: bool = False
+    reason: str = ""
+
+    def cap(self, asker: Level) -> Level:
+        return asker if self.direct else min(asker, self.level)
+
+
+class Directory:
+    def __init__(self, client: AsyncWebClient, policy: AccessPolicy, ttl_s: float) -> None:
+        self.client = client
+        self.policy = policy
+        self._users: TTLCache[str, tuple[Level | None]] = TTLCache(ttl_s)
+        self._groups: TTLCache[str, frozenset[str]] = TTLCache(ttl_s)
+        self._audiences: TTLCache[str, Audience] = TTLCache(ttl_s)
+
+    # -- people ---------------------------------------------------------------------------------
+    async def user_level(self, user_id: str) -> Level | None:
+        """The user's level; None for bots and apps (they read nothing and count for nothing)."""
+        cached = self._users.get(user_id)
+        if cached is None:
+            cached = (await self._resolve_user(user_id),)
+            self._users.set(user_id, cached)
+        return cached[0]
+
+    async def _resolve_user(self, user_id: str) -> Level | None:
+        try:
+            user: dict[str, Any] = (await self.client.users_info(user=user_id))["user"]
+        except _LOOKUP_ERRORS as exc:
+            log.warning("users.info %s failed (%s): treating the user as public", user_id, _error(exc))
+            return Level.public
+        if user.get("is_bot") or user.get("is_app_user") or user_id == "USLACKBOT":
+            return None
+        if user.get("deleted") or user.get("is_restricted") or user.get("is_ultra_restricted"):
+            return Level.public
+        if user_id in self.policy.users:
+            return self.policy.users[user_id]
+        granted = [level for group, level in self.policy.groups.items() if user_id in await self._group(group)]
+        email = (user.get("profile") or {}).get("email") or ""
+        if (by_domain := self.policy.domain_level(email)) is not None:
+            granted.append(by_domain)
+        return max(granted, default=self.policy.member_default)
+
+    async def _group(self, group_id: str) -> frozenset[str]:
+        members = self._groups.get(group_id)
+        if members is None:
+            try:
+                members = frozenset((await self.client.usergroups_users_list(usergroup=group_id))["users"])
+            except _LOOKUP_ERRORS as exc:
+                log.warning("usergroups.users.list %s failed (%s): it grants nothing", group_id, _error(exc))
+                members = frozenset()
+            self._groups.set(group_id, members)
+        return members
+
+    # -- conversations --------------------------------------------------------------------------
+    async def audience(self, channel_id: str) -> Audience:
+        cached = self._audiences.get(channel_id)
+        if cached is None:
+            cached = await self._resolve_audience(channel_id)
+            self._audiences.set(channel_id, cached)
+        return cached
+
+    async def _resolve_audience(self, channel_id: str) -> Audience:
+        try:
+            info: dict[str, Any] = (await self.client.conversations_info(channel=channel_id))["channel"]
+        except _LOOKUP_ERRORS as exc:
+            log.warning("conversations.info %s failed (%s): treating it as public", channel_id, _error(exc))
+            return Audience(Level.public, reason="a conversation I could not look up")
+        if info.get("is_im"):
+            return Audience(Level.restricted, direct=True, reason="a direct message")
+        if any(info.get(flag) for flag in ("is_ext_shared", "is_shared", "is_org_shared", "is_pending_ext_shared")):
+            return Audience(Level.public, reason="a channel shared with another organisation")
+        listed = self.policy.channels.get(channel_id)
+        if not (info.get("is_private") or info.get("is_mpim")):
+            if listed is not None:
+                return Audience(listed, reason="a channel whose level is set in the access file")
+            return Audience(self.policy.public_channel_default, reason="a public channel")
+        lowest = await self._lowest_member(channel_id)
+        if listed is not None and listed < lowest:
+            return Audience(listed, reason="a channel whose level is set in the access file")
+        return Audience(lowest, reason="a private conversation whose members read at different levels")
+
+    async def _lowest_member(self, channel_id: str) -> Level:
+        lowest: Level | None = None
+        cursor = ""
+        while True:
+            try:
+                page = await self.client.conversations_members(channel=channel_id, limit=_MEMBERS_PAGE, cursor=cursor)
+            except _LOOKUP_ERRORS as exc:
+                log.warning("conversations.members %s failed (%s): treating it as public", channel_id, _error(exc))
+                return Level.public
+            for member in page["members"]:
+                level = await self.user_level(member)
+                if level is not None:
+                    lowest = level if lowest is None else min(lowest, level)
+                if lowest == Level.public:
+                    return lowest
+            cursor = (page.get("response_metadata") or {}).get("next_cursor") or ""
+            if not cursor:
+                return Level.public if lowest is None else lowest
+
+
+def _error(exc: BaseException) -> str:
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error", "error"))
+    return type(exc).__name__

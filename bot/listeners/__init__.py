@@ -1,0 +1,13 @@
+"""Every Slack listener, registered in one place (laid out by kind, as in Slack's templates)."""
+from __future__ import annotations
+
+from slack_bolt.async_app import AsyncApp
+
+from bot.listeners import actions, commands, events, views
+
+
+def register_listeners(app: AsyncApp) -> None:
+    events.register(app)
+    commands.register(app)
+    actions.register(app)
+    views.register(app)

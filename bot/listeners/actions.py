@@ -1,0 +1,49 @@
+"""Buttons: feedback on an answer, and "Answer me in a DM" (the private offer)."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.context.respond.async_respond import AsyncRespond
+
+from bot import blocks
+from bot.services import services_of
+
+log = logging.getLogger(__name__)
+
+
+def register(app: AsyncApp) -> None:
+    app.action(blocks.FEEDBACK_UP)(feedback)
+    app.action(blocks.FEEDBACK_DOWN)(feedback)
+    app.action(blocks.ANSWER_IN_DM)(answer_in_dm)
+
+
+async def feedback(
+    ack: AsyncAck, action: dict[str, Any], body: dict[str, Any], respond: AsyncRespond, context: AsyncBoltContext
+) -> None:
+    """Thanks the person; the answer id (`action["value"]`) is where a feedback store hooks in."""
+    await ack()
+    log.info("feedback %s on answer %s from %s", action["action_id"], action.get("value"), body["user"]["id"])
+    services_of(context).work.spawn(
+        respond(response_type="ephemeral", replace_original=False, text="Thanks for the feedback!"), name="feedback"
+    )
+
+
+async def answer_in_dm(
+    ack: AsyncAck, action: dict[str, Any], body: dict[str, Any], respond: AsyncRespond, context: AsyncBoltContext
+) -> None:
+    """The asker's level is looked up again: the click may come long after the offer."""
+    await ack()
+
+    async def tell(text: str) -> None:
+        await respond(response_type="ephemeral", replace_original=False, text=text)
+
+    async def answer() -> None:
+        await respond(replace_original=True, text="I'll answer you in our direct message.")
+        await services.answerer.answer_in_dm(body["user"]["id"], action["value"], tell)
+
+    services = services_of(context)
+    services.work.spawn(answer(), name="dm-offer")

@@ -1,0 +1,66 @@
+"""Mentions in channels and threads, and direct messages to the bot."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import blocks
+from bot.answering import NotInChannel, Question, Tell, question_text, thread_history
+from bot.services import Services, services_of
+
+log = logging.getLogger(__name__)
+
+EMPTY_MENTION = "Ask me a question about the docs, e.g. `@docsbot how do I roll back a deploy?` (`/docs help` for more)."
+
+
+def register(app: AsyncApp) -> None:
+    app.event("app_mention")(app_mention)
+    app.event("message")(direct_message)
+
+
+async def app_mention(event: dict[str, Any], context: AsyncBoltContext, client: AsyncWebClient) -> None:
+    services = services_of(context)
+    if _from_a_person(event) and services.first_delivery(event["channel"], event["ts"]):
+        root = event.get("thread_ts") or event["ts"]
+        services.work.spawn(_answer(services, client, event, root, context.bot_user_id), name="mention")
+
+
+async def direct_message(event: dict[str, Any], context: AsyncBoltContext, client: AsyncWebClient) -> None:
+    """Every `message` event lands here (an unhandled one would make Bolt answer 404); only a
+    person's new message in a DM with the bot is answered, at the top level or in its thread."""
+    services = services_of(context)
+    if event.get("channel_type") != "im" or event.get("subtype") or not _from_a_person(event):
+        return
+    if services.first_delivery(event["channel"], event["ts"]):
+        services.work.spawn(_answer(services, client, event, event.get("thread_ts"), context.bot_user_id), name="dm")
+
+
+def _from_a_person(event: dict[str, Any]) -> bool:
+    return bool(event.get("user")) and not event.get("bot_id")
+
+
+def ephemeral(client: AsyncWebClient, channel: str, user: str, thread_ts: str | None) -> Tell:
+    async def tell(text: str) -> None:
+        await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, **blocks.notice(text))
+
+    return tell
+
+
+async def _answer(
+    services: Services, client: AsyncWebClient, event: dict[str, Any], root: str | None, bot_user_id: str | None
+) -> None:
+    channel, user = event["channel"], event["user"]
+    tell = ephemeral(client, channel, user, root)
+    text = question_text(event.get("text", ""), bot_user_id)
+    if not text:
+        await tell(EMPTY_MENTION)
+        return
+    history = await thread_history(client, channel, root, event["ts"], bot_user_id) if event.get("thread_ts") else []
+    try:
+        await services.answerer.answer_in_conversation(Question(text, user, channel, root, history), tell)
+    except NotInChannel as exc:
+        log.warning("cannot post in %s (%s)", channel, exc)

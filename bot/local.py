@@ -1,0 +1,69 @@
+"""The bot wired to a local Slack: the stand-in Web API, the bot's real HTTP app on a local port,
+and a client that delivers signed requests to it. Used by the console, the tests and the benchmark."""
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp import web
+from pydantic import SecretStr
+
+from bot import demo
+from bot.access import AccessPolicy, load_access
+from bot.app import EVENTS_PATH, DocsBot, build_bot, web_app
+from bot.deliveries import SlackDeliveries
+from bot.services import SyncCommand
+from bot.standin import SlackStandIn, Workspace
+from docsbot.settings import Settings
+from rag.engine import Engine
+
+
+@dataclass
+class LocalSlack:
+    standin: SlackStandIn
+    bot: DocsBot
+    slack: SlackDeliveries
+    base_url: str  # the bot's HTTP app, e.g. http://127.0.0.1:PORT
+
+    async def settle(self, timeout_s: float = 30.0) -> None:
+        """Wait until every answer the bot started has been posted."""
+        await self.bot.services.work.idle(timeout_s)
+
+
+@asynccontextmanager
+async def local_slack(
+    settings: Settings,
+    engine: Engine,
+    workspace: Workspace | None = None,
+    policy: AccessPolicy | None = None,
+    run_sync: SyncCommand | None = None,
+    routes: list[web.RouteDef] | None = None,
+) -> AsyncIterator[LocalSlack]:
+    standin = await SlackStandIn(workspace or demo.demo_workspace(), demo.TOKEN).start()
+    settings = settings.model_copy(update={
+        "slack_bot_token": SecretStr(demo.TOKEN),
+        "slack_signing_secret": SecretStr(demo.SIGNING_SECRET),
+        "slack_api_url": standin.base_url,
+    })
+    bot = build_bot(settings, engine, policy if policy is not None else load_access(demo.ACCESS_FILE), run_sync, routes)
+    runner = web.AppRunner(web_app(bot), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    base_url = f"http://127.0.0.1:{port}"
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+    ws = standin.workspace
+    slack = SlackDeliveries(session, base_url + EVENTS_PATH, demo.SIGNING_SECRET, ws.team_id, ws.bot_user_id,
+                            standin.response_url)
+    try:
+        yield LocalSlack(standin, bot, slack, base_url)
+    finally:
+        try:
+            await bot.services.work.idle(30)
+        finally:
+            await session.close()
+            await runner.cleanup()
+            await standin.stop()
