@@ -8,6 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from docsbot.settings import Settings
 from rag.embeddings import EmbeddingError
 from rag.engine import Engine
@@ -101,28 +103,26 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
-    """Index the docs folder, then answer questions typed at a prompt."""
+    """Index the docs folder, then serve Slack (when SLACK_BOT_TOKEN is set) or open the local console."""
     engine = Engine.from_settings(settings)
-    root = Path(args.docs or settings.docs_dir)
-    print_index(index_folder(engine, root), False)
-    level = Level.parse(args.level)
-    print(f"Ask a question about {root}/ (':level team' changes your access level, ':quit' ends).")
-    while True:
-        try:
-            line = input(f"[{level.name}]> ").strip()
-        except EOFError:
-            print()
-            return 0
-        if line in (":quit", ":q", "exit"):
-            return 0
-        if line.startswith(":level"):
-            try:
-                level = Level.parse(line.split(maxsplit=1)[1] if " " in line else "")
-            except ValueError as exc:
-                print(exc)
-            continue
-        if line:
-            print(render_answer(asyncio.run(engine.ask(line, level)).to_json()) + "\n")
+    print_index(index_folder(engine, Path(args.docs or settings.docs_dir)), False)
+    from bot.cli import run_bot  # here, not at the top: bot.cli imports this module
+
+    return run_bot(settings, engine)
+
+
+def env_name(field: str) -> str:
+    alias = Settings.model_fields[field].validation_alias if field in Settings.model_fields else None
+    return alias.choices[0] if alias is not None else f"DOCSBOT_{field.upper()}"
+
+
+def load_settings() -> Settings:
+    """Settings from the environment; a bad value is a UserError naming the variable."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(f"{env_name(str(e['loc'][0]))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
+        raise UserError(f"invalid configuration: {problems}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,10 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_ask)
 
-    p = sub.add_parser("run", help="index the docs and answer questions typed at a prompt")
+    p = sub.add_parser("run", help="index the docs, then serve Slack (with SLACK_BOT_TOKEN) or a local console")
     p.add_argument("--docs")
-    p.add_argument("--level", choices=levels, default="public")
     p.set_defaults(handler=cmd_run)
+    from bot.cli import register as register_bot  # here, not at the top: bot.cli imports this module
+
+    register_bot(sub)
+    from sync.cli import register as register_sync  # here, not at the top: sync.cli imports this module
+
+    register_sync(sub)
     return parser
 
 
@@ -153,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        settings = Settings()
+        settings = load_settings()
         return args.handler(settings, args)
     except (UserError, StoreError, EmbeddingError, GitError, ValueError) as exc:
         print(f"docsbot: error: {exc}", file=sys.stderr)

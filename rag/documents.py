@@ -152,11 +152,28 @@ def list_files(root: Path, include: list[str], exclude: list[str]) -> list[str]:
     found = []
     for file in root.rglob("*"):
         rel = file.relative_to(root).as_posix()
-        if any(part.startswith(".") for part in rel.split("/")) or not file.is_file():
-            continue
-        if any(glob_match(rel, p) for p in include) and not any(glob_match(rel, p) for p in exclude):
+        if in_scope(rel, include, exclude) and file.is_file():
             found.append(rel)
     return sorted(found)
+
+
+def in_scope(rel: str, include: list[str], exclude: list[str]) -> bool:
+    """Whether a relative path is indexed: no hidden part, an include match and no exclude match."""
+    if any(part.startswith(".") for part in rel.split("/")):
+        return False
+    return any(glob_match(rel, p) for p in include) and not any(glob_match(rel, p) for p in exclude)
+
+
+def read_document(root: Path, rel: str, rules: AccessRules, max_bytes: int) -> Document:
+    """One file under root as a Document, or DocumentError (a huge file is never loaded)."""
+    try:
+        size = (root / rel).stat().st_size
+        if size > max_bytes:
+            raise DocumentError(f"file too large ({size:,} bytes; limit {max_bytes:,})")
+        raw = (root / rel).read_bytes()
+    except OSError as exc:
+        raise DocumentError(f"unreadable: {exc.strerror}") from None
+    return parse_document(rel, raw, rules, max_bytes)
 
 
 def load_folder(
@@ -166,12 +183,7 @@ def load_folder(
     docs, skipped = [], []
     for rel in list_files(root, include, exclude):
         try:
-            size = (root / rel).stat().st_size
-            if size > max_bytes:  # checked before reading, so a huge file is never loaded
-                raise DocumentError(f"file too large ({size:,} bytes; limit {max_bytes:,})")
-            docs.append(parse_document(rel, (root / rel).read_bytes(), rules, max_bytes))
+            docs.append(read_document(root, rel, rules, max_bytes))
         except DocumentError as exc:
             skipped.append((rel, str(exc)))
-        except OSError as exc:
-            skipped.append((rel, f"unreadable: {exc.strerror}"))
     return docs, skipped

@@ -4,6 +4,9 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 _CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
@@ -18,6 +21,9 @@ def redact(text: str) -> str:
     return _CREDENTIALS.sub("***@", text)
 
 
+_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+
+
 def git(cwd: Path, *args: str, timeout: float = 300) -> str:
     try:
         done = subprocess.run(
@@ -26,7 +32,7 @@ def git(cwd: Path, *args: str, timeout: float = 300) -> str:
             capture_output=True,
             text=True,
             timeout=timeout,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
+            env={**os.environ, **_ENV},
         )
     except subprocess.TimeoutExpired:
         raise GitError(f"git {args[0]} timed out after {timeout:.0f}s") from None
@@ -46,17 +52,111 @@ def toplevel(path: Path) -> Path | None:
         return None
 
 
-def last_commits(repo: Path, subdir: str = "", rev: str = "HEAD") -> dict[str, tuple[str, str]]:
+def git_lines(cwd: Path, *args: str) -> Iterator[str]:
+    """Output lines of a git command as they come; closing the iterator early stops git."""
+    with tempfile.TemporaryFile() as errors:
+        try:
+            proc = subprocess.Popen(
+                ["git", "-c", "core.quotePath=false", *args], cwd=cwd, stdout=subprocess.PIPE,
+                stderr=errors, text=True, env={**os.environ, **_ENV},
+            )
+        except FileNotFoundError:
+            raise GitError("the git command is not installed") from None
+        finished = False
+        try:
+            for line in proc.stdout:
+                yield line.rstrip("\n")
+            finished = True
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.stdout.close()
+            proc.wait()
+        if finished and proc.returncode != 0:
+            errors.seek(0)
+            message = errors.read().decode(errors="replace").strip().splitlines()
+            raise GitError(redact(f"git {args[0]} failed: {message[-1] if message else proc.returncode}"))
+
+
+def _prefix(subdir: str) -> str:
+    return subdir.strip("/") + "/" if subdir.strip("/") else ""
+
+
+def last_commits(
+    repo: Path, subdir: str = "", rev: str = "HEAD", only: set[str] | None = None
+) -> dict[str, tuple[str, str]]:
     """For every file under subdir at rev: (last commit that touched it, its ISO date).
 
-    Paths are relative to subdir. One `git log` pass, newest first; the first sighting wins."""
-    prefix = subdir.strip("/") + "/" if subdir.strip("/") else ""
-    out = git(repo, "log", rev, "--format=%x00%H %cI", "--name-only", "--no-renames", "--", prefix or ".")
+    Paths are relative to subdir. One `git log` pass, newest first; the first sighting wins.
+    With `only`, the pass stops as soon as those paths are found, so a sync of recently changed
+    files reads the top of the history only (the walk is the same, so the answer is too)."""
+    prefix = _prefix(subdir)
     found: dict[str, tuple[str, str]] = {}
+    wanted = None if only is None else set(only)
+    if wanted is not None and not wanted:
+        return found
+    lines = git_lines(repo, "log", rev, "--format=%x00%H %cI", "--name-only", "--no-renames", "--", prefix or ".")
     commit = date = ""
-    for line in out.splitlines():
+    for line in lines:
         if line.startswith("\x00"):
             commit, date = line[1:].split(" ", 1)
         elif line and line.startswith(prefix):
-            found.setdefault(line[len(prefix):], (commit, date))
+            path = line[len(prefix):]
+            if wanted is None:
+                found.setdefault(path, (commit, date))
+            elif path in wanted:
+                found[path] = (commit, date)
+                wanted.discard(path)
+                if not wanted:
+                    lines.close()
+                    break
     return found
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One line of `git diff --name-status -M`: status letter, old path, new path (repo paths)."""
+
+    status: str  # A, M, D, R (renamed), C (copied), T (type changed)
+    old: str
+    new: str
+
+
+def diff_name_status(repo: Path, old: str, new: str, subdir: str = "") -> list[FileChange]:
+    """Files that differ between two commits under subdir, renames detected (-M)."""
+    out = git(repo, "diff", "--name-status", "-M", "-z", old, new, "--", _prefix(subdir) or ".")
+    fields = out.split("\0")
+    changes, i = [], 0
+    while i < len(fields) - 1:
+        status = fields[i][:1]
+        if status in ("R", "C"):
+            changes.append(FileChange(status, fields[i + 1], fields[i + 2]))
+            i += 3
+        else:
+            changes.append(FileChange(status, fields[i + 1], fields[i + 1]))
+            i += 2
+    return changes
+
+
+def touched_paths(repo: Path, old: str, new: str, subdir: str = "") -> set[str]:
+    """Paths (relative to subdir) that some commit in old..new touched, even if the net diff is
+    empty (an edit and its revert): their last-touching commit changed."""
+    prefix = _prefix(subdir)
+    out = git(repo, "log", f"{old}..{new}", "--format=", "--name-only", "--no-renames", "-z", "--", prefix or ".")
+    return {p[len(prefix):] for p in out.replace("\n", "\0").split("\0") if p and p.startswith(prefix)}
+
+
+def has_commit(repo: Path, commit: str) -> bool:
+    try:
+        git(repo, "cat-file", "-e", f"{commit}^{{commit}}")
+        return True
+    except GitError:
+        return False
+
+
+def is_ancestor(repo: Path, old: str, new: str) -> bool:
+    try:
+        git(repo, "merge-base", "--is-ancestor", old, new)
+        return True
+    except GitError:
+        return False

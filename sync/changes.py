@@ -1,0 +1,71 @@
+"""What a sync must do, from `git diff --name-status -M <indexed> <head>`.
+
+Paths are relative to the docs subfolder and kept only when in scope (include/exclude globs, no
+hidden folder). A rename whose old or new side is out of scope becomes an add or a delete.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rag.documents import in_scope
+from sync.gitcmd import FileChange, diff_name_status, touched_paths
+
+
+@dataclass(frozen=True)
+class Scope:
+    subdir: str
+    include: list[str]
+    exclude: list[str]
+
+    def rel(self, repo_path: str) -> str | None:
+        """The doc path of a repository path, or None when it is not indexed."""
+        prefix = self.subdir.strip("/") + "/" if self.subdir.strip("/") else ""
+        if not repo_path.startswith(prefix):
+            return None
+        rel = repo_path[len(prefix):]
+        return rel if self.covers(rel) else None
+
+    def covers(self, rel: str) -> bool:
+        return in_scope(rel, self.include, self.exclude)
+
+
+@dataclass
+class ChangeSet:
+    upsert: list[str] = field(default_factory=list)  # doc paths to (re)index from the work tree
+    removed: list[str] = field(default_factory=list)  # doc paths whose chunks leave the index
+    added: int = 0
+    modified: int = 0
+    deleted: int = 0
+    renamed: int = 0
+
+    def classify(self, change: FileChange, scope: Scope) -> None:
+        old, new = scope.rel(change.old), scope.rel(change.new)
+        if change.status == "R" and old and new:
+            self.removed.append(old)
+            self.upsert.append(new)
+            self.renamed += 1
+        elif change.status in ("R", "D") and old:  # a rename out of scope is a delete
+            self.removed.append(old)
+            self.deleted += 1
+        elif change.status in ("R", "A", "C") and new:  # a rename into scope is an add
+            self.upsert.append(new)
+            self.added += 1
+        elif change.status in ("M", "T") and new:
+            self.upsert.append(new)
+            self.modified += 1
+
+
+def changes_between(repo: Path, old: str, new: str, scope: Scope) -> ChangeSet:
+    """The change set from `old` to `new`, plus the files whose content is the same but that a
+    commit in between touched (an edit and its revert): their last commit, date and links moved,
+    so they are re-stamped too (their vectors come from the cache)."""
+    changes = ChangeSet()
+    for change in diff_name_status(repo, old, new, scope.subdir):
+        changes.classify(change, scope)
+    listed = set(changes.upsert) | set(changes.removed)
+    root = repo / scope.subdir.strip("/")
+    for rel in sorted(touched_paths(repo, old, new, scope.subdir) - listed):
+        if scope.covers(rel) and (root / rel).is_file():
+            changes.upsert.append(rel)
+    return changes

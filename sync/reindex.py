@@ -1,0 +1,100 @@
+"""Applying a sync to the index through `rag.indexer.apply_documents`: one atomic write per sync.
+
+Two ways to decide what to write. `apply_changes` takes the paths a git diff named. `reconcile`
+compares every file at head with what is indexed (content hash and last commit), for when the
+diff cannot be trusted (no indexed commit, rewritten history, a plain folder, changed settings).
+Either way unchanged text is never embedded again: vectors come from the cache by text hash.
+
+A file that cannot be read cleanly (binary, too large, not UTF-8, broken front matter) is skipped
+with its reason AND its previously indexed chunks are removed: stale text must not be served as
+the current version of a document that now says something else.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from docsbot.settings import Settings
+from rag.documents import DocumentError, Document, load_folder, read_document
+from rag.embeddings import Embedder
+from rag.engine import access_rules
+from rag.indexer import IndexStats, Provenance, apply_documents
+from rag.store import Store
+
+
+@dataclass
+class Applied:
+    """What a write did, in the terms of a sync report."""
+
+    added: int = 0
+    modified: int = 0
+    deleted: int = 0
+    renamed: int = 0
+    unchanged: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    stats: IndexStats = field(default_factory=IndexStats)
+
+
+def read_documents(
+    root: Path, paths: list[str], settings: Settings
+) -> tuple[list[Document], list[tuple[str, str]]]:
+    docs, skipped = [], []
+    rules = access_rules(settings)
+    for rel in paths:
+        try:
+            docs.append(read_document(root, rel, rules, settings.max_file_bytes))
+        except DocumentError as exc:
+            skipped.append((rel, str(exc)))
+    return docs, skipped
+
+
+def write(
+    store: Store, embedder: Embedder, settings: Settings, docs: list[Document],
+    provenance: dict[str, Provenance], removed: list[str], full: bool = False,
+) -> IndexStats:
+    """One atomic write, or none when there is nothing to change."""
+    if not (docs or removed or full):
+        return IndexStats()
+    return apply_documents(store, embedder, settings, docs, provenance, removed=removed, full=full)
+
+
+def apply_paths(
+    store: Store, embedder: Embedder, settings: Settings, root: Path,
+    upsert: list[str], removed: list[str], provenance: dict[str, Provenance],
+) -> tuple[IndexStats, list[tuple[str, str]]]:
+    """Re-index `upsert` from the files under root and drop `removed`; skipped files are dropped
+    too. Returns the write's stats and the skipped (path, reason)."""
+    docs, skipped = read_documents(root, upsert, settings)
+    gone = sorted(set(removed) | {path for path, _ in skipped})
+    return write(store, embedder, settings, docs, provenance, gone), skipped
+
+
+def reconcile(
+    store: Store, embedder: Embedder, settings: Settings, root: Path,
+    provenance: dict[str, Provenance], rebuild: bool,
+) -> Applied:
+    """Bring the index to exactly the readable files under root. Files whose content hash and
+    last commit match the index are left alone; `rebuild` rewrites every row (settings that shape
+    rows changed) — still without embedding text the cache has."""
+    s = settings
+    docs, skipped = load_folder(root, s.include, s.exclude, access_rules(s), s.max_file_bytes)
+    indexed = store.doc_columns("doc_hash", "commit", "commit_date")
+    result = Applied(skipped=skipped)
+    changed = []
+    for doc in docs:
+        prov = provenance.get(doc.path, Provenance())
+        state = indexed.get(doc.path)
+        if state is None:
+            result.added += 1
+        elif state != (doc.content_hash, prov.commit, prov.commit_date):
+            result.modified += 1
+        else:
+            result.unchanged += 1
+            if not rebuild:
+                continue
+        changed.append(doc)
+    present = {doc.path for doc in docs}
+    gone = sorted(path for path in indexed if path not in present)
+    result.deleted = len(gone)
+    result.stats = write(store, embedder, s, changed, provenance, gone, full=rebuild)
+    return result

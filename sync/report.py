@@ -1,0 +1,55 @@
+"""The outcome of one sync: what changed, what was embedded, how long it took."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class SyncReport:
+    mode: str = "unchanged"  # "incremental" (git diff), "reconcile" (content hashes) or "unchanged"
+    reason: str = ""  # why a reconcile was needed
+    commit_before: str | None = None
+    commit_after: str | None = None
+    added: int = 0
+    modified: int = 0
+    deleted: int = 0
+    renamed: int = 0
+    unchanged: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "commit_before": self.commit_before,
+            "commit_after": self.commit_after,
+            "added": self.added,
+            "modified": self.modified,
+            "deleted": self.deleted,
+            "renamed": self.renamed,
+            "unchanged": self.unchanged,
+            "skipped": [{"path": path, "reason": reason} for path, reason in self.skipped],
+            "chunks_embedded": self.chunks_embedded,
+            "chunks_reused": self.chunks_reused,
+            "seconds": round(self.seconds, 3),
+            "mode": self.mode,
+            "reason": self.reason,
+        }
+
+    def render(self) -> str:
+        before, after = _short(self.commit_before), _short(self.commit_after)
+        head = f"{before} → {after}" if before != after else f"at {after}"
+        lines = [
+            f"sync{' ' + head if self.commit_after else ''} ({self.mode}{': ' + self.reason if self.reason else ''}): "
+            f"{self.added} added, {self.modified} modified, {self.deleted} deleted, {self.renamed} renamed, "
+            f"{self.unchanged} unchanged; {self.chunks_embedded} chunks embedded, {self.chunks_reused} reused "
+            f"in {self.seconds:.2f}s"
+        ]
+        lines += [f"skipped {path}: {reason}" for path, reason in self.skipped]
+        return "\n".join(lines)
+
+
+def _short(commit: str | None) -> str:
+    return commit[:7] if commit else "(none)"

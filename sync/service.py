@@ -1,0 +1,215 @@
+"""One sync of the index with the docs source: the API behind `docsbot sync` and `/docs sync`.
+
+Git source: fetch the branch into the private working copy, check out its head, then either
+apply `git diff <indexed commit> <head>` (incremental) or reconcile by content hash when that
+diff cannot be trusted. A local folder that is not a git repository is always reconciled.
+
+Crash safety: all chunk changes of a sync go in one atomic write, and the indexed commit is
+recorded in the store's metadata only AFTER it. A sync killed at any point leaves the index
+answering from a consistent state, and the next sync re-applies the same diff (cheap: vectors
+come from the cache) and records the commit.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from docsbot.cli import folder_provenance
+from docsbot.settings import Settings
+from rag.embeddings import Embedder, make_embedder
+from rag.indexer import IndexStats, Provenance, chunking_signature
+from rag.store import Store
+from sync.changes import Scope, changes_between
+from sync.errors import SyncError
+from sync.gitcmd import git, has_commit, is_ancestor, last_commits, redact, toplevel
+from sync.lock import sync_lock
+from sync.reindex import Applied, apply_paths, reconcile
+from sync.report import SyncReport
+from sync.workcopy import WorkCopy, is_local_uri, repo_url, work_dir
+
+log = logging.getLogger("docsbot.sync")
+
+
+def run_sync(settings: Settings, embedder: Embedder | None = None) -> SyncReport:
+    """Run one sync now (synchronous; the bot calls it in a thread). Raises SyncBusy when another
+    sync holds the lock, and re-raises any failure after recording it in the index's status."""
+    store = Store(settings.data_dir)
+    with sync_lock(work_dir(settings)):
+        started = time.perf_counter()
+        try:
+            folder = local_folder(settings)
+            if folder is None:
+                report = _sync_git(settings, store, embedder, started)
+            else:
+                report = _sync_folder(settings, store, embedder, folder, started)
+        except Exception as exc:
+            _record_failure(store, exc)
+            raise
+    log.info("%s", report.render())
+    return report
+
+
+def local_folder(settings: Settings) -> Path | None:
+    """The folder to reconcile when the source is not a git repository (DOCSBOT_REPO unset, or
+    a local path outside any git work tree); None for a git source."""
+    if settings.repo is None:
+        folder = Path(settings.docs_dir)
+    else:
+        url = repo_url(settings)
+        if not is_local_uri(url) or not Path(url).is_dir():
+            return None
+        top = toplevel(Path(url))
+        if top is not None and top.resolve() != Path(url):
+            sub = Path(url).relative_to(top.resolve()).as_posix()
+            raise SyncError(f"{url} is a folder inside the git repository {top}: set DOCSBOT_REPO={top} "
+                            f"and DOCSBOT_REPO_SUBDIR={sub}")
+        if top is not None:
+            return None
+        folder = Path(url)
+    if not folder.is_dir():
+        raise SyncError(f"docs folder {folder} does not exist")
+    return folder
+
+
+def index_signature(settings: Settings, embedder: Embedder, source: str) -> dict[str, Any]:
+    """Everything besides the files that shapes the rows. When it differs from the one stored
+    with the index, every row is rewritten (a reconcile; vectors still come from the cache)."""
+    return {
+        "source": source,
+        "scope": [settings.repo_subdir.strip("/"), settings.include, settings.exclude, settings.max_file_bytes],
+        "levels": [settings.default_level.name, {k: v.name for k, v in settings.path_levels.items()}],
+        "links": [settings.repo_web, settings.link_pattern],
+        "chunking": chunking_signature(settings),
+        "embedding": [embedder.name, embedder.dim],
+    }
+
+
+def _sync_git(settings: Settings, store: Store, embedder: Embedder | None, started: float) -> SyncReport:
+    copy = WorkCopy.from_settings(settings)
+    head = copy.fetch()
+    copy.checkout(head)
+    embedder = embedder or make_embedder(settings)  # loaded after the fetch, which may fail
+    subdir = settings.repo_subdir.strip("/")
+    root = copy.path / subdir
+    meta = store.meta()
+    indexed = meta.get("commit")
+    signature = index_signature(settings, embedder, "git")
+    rebuild = meta.get("sync_signature") != signature
+    reason = _reconcile_reason(copy.path, root, meta, indexed, head, rebuild)
+    report = SyncReport(commit_before=indexed, commit_after=head)
+    _checkpoint(settings, "before-write")
+    if reason:
+        provenance = _provenance(last_commits(copy.path, subdir, head))
+        _fill(report, "reconcile", reconcile(store, embedder, settings, root, provenance, rebuild), reason)
+    elif indexed != head:
+        scope = Scope(subdir, settings.include, settings.exclude)
+        changes = changes_between(copy.path, indexed, head, scope)
+        provenance = _provenance(last_commits(copy.path, subdir, head, only=set(changes.upsert)))
+        stats, skipped = apply_paths(store, embedder, settings, root, changes.upsert, changes.removed, provenance)
+        in_scope = [p for p in _files_at(copy.path, head, subdir) if scope.covers(p)]
+        applied = Applied(
+            added=changes.added, modified=changes.modified, deleted=changes.deleted, renamed=changes.renamed,
+            unchanged=len(in_scope) - len(set(changes.upsert)), skipped=skipped, stats=stats,
+        )
+        _fill(report, "incremental", applied)
+    else:
+        report.unchanged = store.counts()["documents"]
+    _checkpoint(settings, "after-write")
+    _record_success(store, report, signature, root, started, commit=head, commit_date=copy.commit_date(head))
+    return report
+
+
+def _sync_folder(
+    settings: Settings, store: Store, embedder: Embedder | None, folder: Path, started: float
+) -> SyncReport:
+    root = folder.resolve()
+    embedder = embedder or make_embedder(settings)
+    meta = store.meta()
+    signature = index_signature(settings, embedder, f"folder:{root}")
+    rebuild = meta.get("sync_signature") != signature
+    report = SyncReport()
+    _checkpoint(settings, "before-write")
+    applied = reconcile(store, embedder, settings, root, folder_provenance(root), rebuild)
+    _fill(report, "reconcile", applied, "local folder")
+    _checkpoint(settings, "after-write")
+    _record_success(store, report, signature, root, started, commit=None, commit_date=None)
+    return report
+
+
+def _reconcile_reason(
+    repo: Path, root: Path, meta: dict[str, Any], indexed: str | None, head: str, rebuild: bool
+) -> str:
+    """Why the git diff from the indexed commit cannot be trusted, or "" when it can."""
+    if not indexed:
+        return "no indexed commit"
+    if rebuild:
+        return "index settings changed"
+    if meta.get("docs_root") != str(root.resolve()):
+        return "the index was last written from another folder"
+    if not has_commit(repo, indexed):
+        return f"indexed commit {indexed[:7]} is not in the repository (history rewritten?)"
+    if not is_ancestor(repo, indexed, head):
+        return f"indexed commit {indexed[:7]} is not an ancestor of {head[:7]} (history rewritten)"
+    return ""
+
+
+def _files_at(repo: Path, commit: str, subdir: str) -> list[str]:
+    prefix = subdir + "/" if subdir else ""
+    out = git(repo, "ls-tree", "-r", "-z", "--name-only", commit, "--", prefix or ".")
+    return [p[len(prefix):] for p in out.split("\0") if p]
+
+
+def _provenance(commits: dict[str, tuple[str, str]]) -> dict[str, Provenance]:
+    return {path: Provenance(commit, date) for path, (commit, date) in commits.items()}
+
+
+def _fill(report: SyncReport, mode: str, applied: Applied, reason: str = "") -> None:
+    stats: IndexStats = applied.stats
+    report.mode, report.reason = mode, reason
+    report.added, report.modified, report.deleted = applied.added, applied.modified, applied.deleted
+    report.renamed, report.unchanged, report.skipped = applied.renamed, applied.unchanged, applied.skipped
+    report.chunks_embedded, report.chunks_reused = stats.chunks_embedded, stats.chunks_reused
+
+
+def _checkpoint(settings: Settings, point: str) -> None:
+    """Fault injection (DOCSBOT_SYNC_KILL_AT): die here like a process killed by the OOM killer
+    or a deploy, with no cleanup at all."""
+    if settings.sync_kill_at == point:
+        log.warning("DOCSBOT_SYNC_KILL_AT=%s: killing this sync process", point)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _record_success(
+    store: Store, report: SyncReport, signature: dict[str, Any], root: Path, started: float,
+    commit: str | None, commit_date: str | None,
+) -> None:
+    """Written after the chunks, in one metadata write: the commit is only claimed once its
+    changes are in the index."""
+    report.seconds = time.perf_counter() - started
+    at = _now()
+    store.set_meta(
+        commit=commit,
+        commit_date=commit_date,
+        sync_signature=signature,
+        docs_root=str(root.resolve()),
+        last_sync={"ok": True, "at": at, "error": None, "report": report.to_json()},
+        last_success_at=at,
+    )
+
+
+def _record_failure(store: Store, exc: Exception) -> None:
+    message = redact(str(exc)) or type(exc).__name__
+    log.warning("sync failed: %s", message)
+    try:
+        store.set_meta(last_sync={"ok": False, "at": _now(), "error": message, "report": None})
+    except Exception as meta_exc:  # the store itself may be what failed; the log has the error
+        log.warning("could not record the failed sync in the index: %s", redact(str(meta_exc)))

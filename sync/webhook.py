@@ -1,0 +1,72 @@
+"""`POST /hooks/git`: a push webhook from GitHub or GitLab that starts a sync at once.
+
+GitHub signs the raw body: `X-Hub-Signature-256: sha256=<HMAC-SHA256(secret, body)>`; GitLab sends
+the secret itself in `X-Gitlab-Token`. Both are compared in constant time. No secret configured
+means every request is refused (503): an open endpoint would let anyone trigger syncs. The sync
+runs in the background and the response (202) does not wait for it.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+
+from aiohttp import web
+
+from docsbot.settings import Settings
+
+log = logging.getLogger("docsbot.sync")
+
+HOOK_PATH = "/hooks/git"
+
+
+def signature_ok(secret: bytes, body: bytes, headers: Mapping[str, str]) -> bool:
+    github = headers.get("X-Hub-Signature-256")
+    if github is not None:
+        expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+        return hmac.compare_digest(github.encode(), expected.encode())
+    gitlab = headers.get("X-Gitlab-Token")
+    if gitlab is not None:
+        return hmac.compare_digest(gitlab.encode(), secret)
+    return False
+
+
+def pushed_ref(body: bytes) -> str | None:
+    """The `ref` of a push event (both providers), or None when the body has none."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return None
+    return payload.get("ref") if isinstance(payload, dict) else None
+
+
+def webhook_route(
+    settings: Settings, trigger: Callable[[], Awaitable[None]], path: str = HOOK_PATH
+) -> web.RouteDef:
+    """The aiohttp route; mount it with `app.add_routes([webhook_route(settings, runner.trigger)])`."""
+    background: set[asyncio.Task] = set()
+
+    async def handle(request: web.Request) -> web.Response:
+        if settings.webhook_secret is None:
+            return web.json_response(
+                {"error": "webhook disabled: set DOCSBOT_WEBHOOK_SECRET to the secret configured in the git host"},
+                status=503,
+            )
+        body = await request.read()
+        if not signature_ok(settings.webhook_secret.get_secret_value().encode(), body, request.headers):
+            log.warning("webhook from %s refused: bad or missing signature", request.remote)
+            return web.json_response({"error": "bad or missing signature"}, status=401)
+        if request.headers.get("X-GitHub-Event") == "ping":
+            return web.json_response({"ok": "pong"})
+        ref = pushed_ref(body)
+        if settings.branch and ref and ref != f"refs/heads/{settings.branch}":
+            return web.json_response({"ignored": f"push to {ref}, not {settings.branch}"}, status=202)
+        task = asyncio.create_task(trigger())
+        background.add(task)
+        task.add_done_callback(background.discard)
+        return web.json_response({"sync": "started"}, status=202)
+
+    return web.post(path, handle)

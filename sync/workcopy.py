@@ -1,0 +1,91 @@
+"""The private working copy of the docs repository: fetched, then checked out at the remote head.
+
+The repository URL is passed to `git fetch` on every sync and never written to the copy's config,
+so a token in it stays in the environment only; every message goes through `redact`.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from docsbot.settings import Settings
+from sync.errors import SyncError
+from sync.gitcmd import GitError, git, redact
+
+log = logging.getLogger(__name__)
+
+FETCHED_REF = "refs/remotes/origin/docs"
+_SCP_LIKE = re.compile(r"^[^/]+:")  # git@host:org/repo.git
+
+
+def is_local_uri(uri: str) -> bool:
+    """A plain path, as opposed to a URL (`s3://...`, `https://...`) or an scp-like address."""
+    return "://" not in uri and not _SCP_LIKE.match(uri)
+
+
+def work_dir(settings: Settings) -> Path:
+    """Where the working copy and the lock file live."""
+    if settings.work_dir:
+        return Path(settings.work_dir)
+    if not is_local_uri(settings.data_dir):
+        raise SyncError("DOCSBOT_DATA_DIR is not a local folder: set DOCSBOT_WORK_DIR for the git working copy")
+    return Path(settings.data_dir) / "sync"
+
+
+def repo_url(settings: Settings) -> str:
+    """The configured repository, with a local path made absolute (git runs in the work dir)."""
+    if settings.repo is None:
+        raise SyncError("no docs repository configured: set DOCSBOT_REPO or pass --repo")
+    url = settings.repo.get_secret_value().strip()
+    return str(Path(url).expanduser().resolve()) if is_local_uri(url) else url
+
+
+@dataclass
+class WorkCopy:
+    path: Path
+    url: str
+    branch: str = ""  # empty: the remote's HEAD
+    timeout: float = 300.0
+    retries: int = 3
+    backoff_s: float = 2.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "WorkCopy":
+        return cls(
+            work_dir(settings) / "repo", repo_url(settings), settings.branch, settings.git_timeout_s,
+            settings.sync_fetch_retries, settings.sync_retry_backoff_s,
+        )
+
+    def fetch(self) -> str:
+        """Fetch the branch (retrying with exponential backoff) and return its head commit."""
+        if not (self.path / ".git").is_dir():
+            self.path.mkdir(parents=True, exist_ok=True)
+            git(self.path, "init", "--quiet")
+        source = f"refs/heads/{self.branch}" if self.branch else "HEAD"
+        for attempt in range(self.retries + 1):
+            try:
+                git(self.path, "fetch", "--quiet", "--no-tags", "--force", self.url, f"+{source}:{FETCHED_REF}",
+                    timeout=self.timeout)
+                break
+            except GitError as exc:
+                if attempt == self.retries:
+                    raise
+                delay = self.backoff_s * 2 ** attempt
+                log.warning("fetch from %s failed (%s); retry %d/%d in %.1fs",
+                            redact(self.url), exc, attempt + 1, self.retries, delay)
+                time.sleep(delay)
+        return git(self.path, "rev-parse", f"{FETCHED_REF}^{{commit}}").strip()
+
+    def checkout(self, commit: str) -> None:
+        """Make the work tree exactly `commit` (local leftovers of a killed sync removed)."""
+        git(self.path, "checkout", "--quiet", "--force", "--detach", commit, timeout=self.timeout)
+        git(self.path, "clean", "--quiet", "-ffdx", timeout=self.timeout)
+
+    def commit_date(self, commit: str) -> str:
+        return git(self.path, "show", "-s", "--format=%cI", commit).strip()
+
+    def describe(self) -> str:
+        return redact(self.url) + (f"@{self.branch}" if self.branch else "")

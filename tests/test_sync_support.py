@@ -1,0 +1,32 @@
+"""Helpers for the sync tests (no tests here): real git repositories in a temp dir, and the
+comparison of an incrementally synced index with a full rebuild (shared with the benchmark)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from docsbot.settings import Settings
+from eval.bench_sync import CORPUS, index_differences, index_rows, run_git
+from tests.conftest import make_settings
+
+BUNDLE = CORPUS
+
+
+def new_repo(path: Path) -> Path:
+    path.mkdir(parents=True)
+    run_git(path, "init", "-q")
+    return path
+
+
+def sync_settings(tmp: Path, repo: Path | str, **overrides: object) -> Settings:
+    values: dict[str, object] = {
+        "repo": str(repo), "default_level": "team", "repo_web": "https://git.example.com/team/docs",
+        "sync_fetch_retries": 0, "sync_retry_backoff_s": 0.01,
+    }
+    values.update(overrides)
+    return make_settings(tmp / "index", **values)
+
+
+def assert_same_index(synced: Path | str, rebuilt: Path | str) -> None:
+    """Same chunk ids, texts, metadata and vectors (to float tolerance)."""
+    assert index_rows(synced), "empty index"
+    assert index_differences(synced, rebuilt) == []
