@@ -6,6 +6,7 @@ a private offer to be answered in a DM at their own level.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import uuid
@@ -21,6 +22,7 @@ from bot.directory import Audience, Directory
 from bot.limits import AnswerSlots, UserRateLimit
 from bot.ttl import TTLCache
 from rag.answer import Answer
+from rag.answer_log import AnswerLog
 from rag.engine import Engine
 from rag.levels import Level
 
@@ -70,6 +72,7 @@ class Answerer:
         client: AsyncWebClient,
         engine: Engine,
         directory: Directory,
+        answer_log: AnswerLog,
         rate: UserRateLimit,
         slots: AnswerSlots,
         record_ttl_s: float = 24 * 3600,
@@ -77,6 +80,7 @@ class Answerer:
         self.client = client
         self.engine = engine
         self.directory = directory
+        self.answer_log = answer_log
         self.rate = rate
         self.slots = slots
         self.records: TTLCache[str, AnswerRecord] = TTLCache(record_ttl_s)
@@ -108,7 +112,7 @@ class Answerer:
             except NotInChannel:
                 if private is None:
                     raise
-                answer, answer_id = await self._ask(q, asker, "")
+                answer, answer_id = await self._ask(q, asker, asker, "")
                 await private(blocks.answer_message(answer, answer_id))
                 return
             except SlackApiError as exc:
@@ -116,7 +120,8 @@ class Answerer:
                 await tell(FAILED)
                 return
             try:
-                answer, answer_id = await self._ask(q, level, placeholder)
+                audience_level = asker if audience.direct else audience.level
+                answer, answer_id = await self._ask(q, asker, audience_level, placeholder)
                 await self._update(q.channel, placeholder, blocks.answer_message(answer, answer_id))
             except Exception:
                 log.exception("answering in %s failed", q.channel)
@@ -145,7 +150,9 @@ class Answerer:
                        f"Please wait {max(1, round(wait))} seconds and ask again.")
         return not wait
 
-    async def _ask(self, q: Question, level: Level, ts: str) -> tuple[Answer, str]:
+    async def _ask(self, q: Question, asker: Level, audience: Level, ts: str) -> tuple[Answer, str]:
+        """Answer at min(asker, audience) and log it; `ts` is the message the answer will be."""
+        level = min(asker, audience)
         answer = await self.engine.ask(q.text, level, q.history)
         if answer.abstain_reason:
             log.info("abstained (%s): %s", answer.abstain_reason, answer.detail)
@@ -154,7 +161,18 @@ class Answerer:
             q, level, answer.answered, answer.abstain_reason,
             tuple(c.doc_path for c in answer.citations), ts,
         ))
+        await self._log(q, answer, answer_id, asker, audience, ts)
         return answer, answer_id
+
+    async def _log(self, q: Question, answer: Answer, answer_id: str, asker: Level, audience: Level, ts: str) -> None:
+        """A failed write is logged and the answer still posted: feedback on it is then refused."""
+        try:
+            await asyncio.to_thread(
+                self.answer_log.record, answer, asker=q.user, asker_level=asker.name, audience_level=audience.name,
+                channel=q.channel, message_ts=ts, thread_ts=q.thread_ts, history=q.history, answer_id=answer_id,
+            )
+        except Exception:
+            log.exception("could not log answer %s", answer_id)
 
     async def _offer_dm(self, q: Question, answer_id: str, audience: Audience) -> None:
         reason = f"This is {audience.reason}: not everyone here may read all the docs you can."

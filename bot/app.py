@@ -28,6 +28,7 @@ from bot.services import Services, SyncCommand
 from bot.ttl import TTLCache
 from bot.work import BackgroundWork
 from docsbot.settings import Settings
+from rag.answer_log import AnswerLog
 from rag.engine import Engine
 
 log = logging.getLogger(__name__)
@@ -72,8 +73,9 @@ def build_bot(
     client = web_client(settings)
     app = AsyncApp(client=client, signing_secret=secret, name="docsbot", process_before_response=False)
     directory = Directory(client, policy, settings.bot_lookup_ttl_s)
+    answer_log = AnswerLog(settings.data_dir, settings.answer_log_days)
     answerer = Answerer(
-        client, engine, directory,
+        client, engine, directory, answer_log,
         UserRateLimit(settings.bot_user_questions_per_minute),
         AnswerSlots(settings.bot_max_concurrent_answers),
     )
@@ -82,6 +84,7 @@ def build_bot(
         engine=engine,
         policy=policy,
         answerer=answerer,
+        answer_log=answer_log,
         work=BackgroundWork(),
         seen_events=TTLCache(settings.bot_dedupe_ttl_s),
         seen_messages=TTLCache(settings.bot_dedupe_ttl_s),

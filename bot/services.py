@@ -11,6 +11,7 @@ from bot.answering import Answerer
 from bot.ttl import TTLCache
 from bot.work import BackgroundWork
 from docsbot.settings import Settings
+from rag.answer_log import AnswerLog
 from rag.engine import Engine
 
 SyncCommand = Callable[[], Awaitable[str]]  # runs one docs sync, returns its summary
@@ -22,6 +23,7 @@ class Services:
     engine: Engine
     policy: AccessPolicy
     answerer: Answerer
+    answer_log: AnswerLog
     work: BackgroundWork
     # Event ids already acknowledged: Slack retries a delivery with the same id.
     seen_events: TTLCache[str, bool]

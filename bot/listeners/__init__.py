@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.listeners import actions, commands, events, views
+from bot.listeners import actions, commands, events, feedback, views
 
 
 def register_listeners(app: AsyncApp) -> None:
@@ -11,3 +11,4 @@ def register_listeners(app: AsyncApp) -> None:
     commands.register(app)
     actions.register(app)
     views.register(app)
+    feedback.register(app)

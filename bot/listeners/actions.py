@@ -1,7 +1,6 @@
-"""Buttons: feedback on an answer, and "Answer me in a DM" (the private offer)."""
+"""Buttons: "Answer me in a DM" (the private offer); feedback buttons are in listeners/feedback.py."""
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -12,24 +11,9 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from bot import blocks
 from bot.services import services_of
 
-log = logging.getLogger(__name__)
-
 
 def register(app: AsyncApp) -> None:
-    app.action(blocks.FEEDBACK_UP)(feedback)
-    app.action(blocks.FEEDBACK_DOWN)(feedback)
     app.action(blocks.ANSWER_IN_DM)(answer_in_dm)
-
-
-async def feedback(
-    ack: AsyncAck, action: dict[str, Any], body: dict[str, Any], respond: AsyncRespond, context: AsyncBoltContext
-) -> None:
-    """Thanks the person; the answer id (`action["value"]`) is where a feedback store hooks in."""
-    await ack()
-    log.info("feedback %s on answer %s from %s", action["action_id"], action.get("value"), body["user"]["id"])
-    services_of(context).work.spawn(
-        respond(response_type="ephemeral", replace_original=False, text="Thanks for the feedback!"), name="feedback"
-    )
 
 
 async def answer_in_dm(

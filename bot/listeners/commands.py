@@ -1,4 +1,4 @@
-"""`/docs QUESTION`, `/docs help`, `/docs status`, `/docs sync`; `/docs` alone opens a form."""
+"""`/docs QUESTION`, `/docs help`, `/docs status`, `/docs sync`, `/docs feedback`; `/docs` alone opens a form."""
 from __future__ import annotations
 
 import logging
@@ -12,6 +12,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks
 from bot.answering import Question, Reply, Tell
+from bot.listeners.feedback import feedback_summary
 from bot.services import Services, services_of
 
 log = logging.getLogger(__name__)
@@ -22,6 +23,7 @@ HELP = """*Ask the docs*
 • a direct message to me: answered at your own access level
 • `/docs status`: what is indexed, and the last sync
 • `/docs sync`: sync the docs now (admins only)
+• `/docs feedback`: thumbs-down answers waiting for review (admins only)
 Answers only use documents everyone in the conversation may read; each cites its sources."""
 
 INVITE_HINT = ("I'm not a member of this conversation, so only you can see this answer. "
@@ -51,6 +53,8 @@ async def _run(services: Services, command: dict[str, Any], respond: AsyncRespon
         await respond(response_type="ephemeral", **blocks.notice(await services.status()))
     elif word == "sync":
         await _sync(services, command["user_id"], respond)
+    elif word == "feedback":
+        await feedback_summary(services, command["user_id"], respond)
     else:
         await ask_in_channel(services, text, command["user_id"], command["channel_id"], _ephemeral(respond),
                              _private(respond))

@@ -1,0 +1,181 @@
+"""Feedback: 👍/👎 buttons, the "what was wrong?" form, 👍/👎 reactions and their removal, and
+the candidates summary of `/docs feedback`.
+
+Every vote is written to the answer log at once (one record per person and answer, however
+often they click or react); the person gets a private thank-you, nothing is posted publicly.
+As everywhere in the bot, Slack is acknowledged first and the work runs in `services.work`.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import blocks, feedback
+from bot.services import Services, services_of
+from eval.candidates import find_candidates, render
+from rag.answer_log import AnswerLogError, LoggedAnswer, Vote
+
+log = logging.getLogger(__name__)
+
+
+def register(app: AsyncApp) -> None:
+    app.action(blocks.FEEDBACK_UP)(vote_button)
+    app.action(blocks.FEEDBACK_DOWN)(vote_button)
+    app.action(feedback.FEEDBACK_EXPLAIN)(explain_button)
+    app.view(feedback.FEEDBACK_FORM)(form_submitted)
+    app.event("reaction_added")(reaction_added)
+    app.event("reaction_removed")(reaction_removed)
+
+
+async def vote_button(
+    ack: AsyncAck, action: dict[str, Any], body: dict[str, Any], respond: AsyncRespond,
+    client: AsyncWebClient, context: AsyncBoltContext,
+) -> None:
+    await ack()
+    services = services_of(context)
+    services.work.spawn(_vote(services, client, respond, action, body), name="feedback-button")
+
+
+async def _vote(services: Services, client: AsyncWebClient, respond: AsyncRespond,
+                action: dict[str, Any], body: dict[str, Any]) -> None:
+    """👍 thanks the person; 👎 opens the form (the vote is recorded before either)."""
+    vote: Vote = "up" if action["action_id"] == blocks.FEEDBACK_UP else "down"
+    answer_id = action.get("value", "")
+    try:
+        await asyncio.to_thread(services.answer_log.add_feedback, answer_id, body["user"]["id"], vote, "button")
+    except AnswerLogError as exc:
+        log.info("feedback not recorded: %s", exc)
+        await _respond(respond, feedback.EXPIRED)
+        return
+    if vote == "up" or not await _open_form(client, body, answer_id):
+        await _respond(respond, feedback.THANKS)
+
+
+async def explain_button(
+    ack: AsyncAck, action: dict[str, Any], body: dict[str, Any], client: AsyncWebClient,
+    respond: AsyncRespond, context: AsyncBoltContext,
+) -> None:
+    """The button under the note a 👎 reaction got: the same form; the note goes once it opens."""
+    await ack()
+
+    async def explain() -> None:
+        if await _open_form(client, body, action.get("value", "")):
+            await respond(delete_original=True)
+
+    services_of(context).work.spawn(explain(), name="feedback-explain")
+
+
+async def form_submitted(
+    ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
+) -> None:
+    reason, expected = feedback.form_values(view)
+    if reason is None:
+        await ack(response_action="errors", errors={feedback.REASON_INPUT: "Pick what was wrong."})
+        return
+    await ack()
+    meta = feedback.form_metadata(view)
+    if meta is None:
+        log.warning("feedback form without its answer reference: %r", view.get("private_metadata"))
+        return
+    services = services_of(context)
+    services.work.spawn(_explain(services, client, meta, body["user"]["id"], reason, expected), name="feedback-form")
+
+
+async def _explain(services: Services, client: AsyncWebClient, meta: dict[str, Any], user: str,
+                   reason: str, expected: str | None) -> None:
+    try:
+        await asyncio.to_thread(services.answer_log.explain, meta["answer_id"], user, reason, expected)
+        text = feedback.THANKS
+    except AnswerLogError as exc:
+        log.info("feedback form not saved: %s", exc)
+        text = feedback.EXPIRED
+    if meta.get("channel"):
+        await _ephemeral(client, meta["channel"], user, meta.get("thread_ts"), blocks.notice(text))
+
+
+async def reaction_added(event: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext) -> None:
+    services = services_of(context)
+    services.work.spawn(_reaction_added(services, client, event, context.bot_user_id), name="reaction")
+
+
+async def _reaction_added(services: Services, client: AsyncWebClient, event: dict[str, Any],
+                          bot_user_id: str | None) -> None:
+    """A 👍/👎 reaction on one of the bot's answers is a vote; a 👎 also gets a private note
+    asking what was wrong (unless the person already said)."""
+    found = await _reacted_answer(services, event, bot_user_id)
+    if found is None:
+        return
+    answer, vote = found
+    record = await asyncio.to_thread(
+        services.answer_log.add_feedback, answer.answer_id, event["user"], vote, "reaction"
+    )
+    if vote == "down" and not record.reason:
+        await _ephemeral(client, answer.channel, event["user"], answer.thread_ts or None,
+                         feedback.ask_why(answer.answer_id))
+
+
+async def reaction_removed(event: dict[str, Any], context: AsyncBoltContext) -> None:
+    services = services_of(context)
+
+    async def withdraw() -> None:
+        found = await _reacted_answer(services, event, context.bot_user_id)
+        if found is not None:
+            answer, vote = found
+            await asyncio.to_thread(services.answer_log.withdraw_reaction, answer.answer_id, event["user"], vote)
+
+    services.work.spawn(withdraw(), name="reaction-removed")
+
+
+async def _reacted_answer(
+    services: Services, event: dict[str, Any], bot_user_id: str | None
+) -> tuple[LoggedAnswer, Vote] | None:
+    """The logged answer a person's vote reaction is on, with the vote; None for anything else."""
+    vote = feedback.reaction_vote(event.get("reaction", ""))
+    item = event.get("item") or {}
+    user = event.get("user")
+    if vote is None or item.get("type") != "message" or not user or user == bot_user_id:
+        return None
+    answer = await asyncio.to_thread(
+        services.answer_log.find_by_message, item.get("channel", ""), item.get("ts", "")
+    )
+    return (answer, vote) if answer is not None else None
+
+
+async def feedback_summary(services: Services, user: str, respond: AsyncRespond) -> None:
+    """`/docs feedback`: the 👎 candidates by likely cause, for admins."""
+    if not services.policy.is_admin(user):
+        await _respond(respond, "Only the admins listed in the access file can review feedback.")
+        return
+    found = await asyncio.to_thread(find_candidates, services.answer_log, services.engine.store)
+    await respond(response_type="ephemeral", **feedback.summary(render(found)))
+
+
+async def _open_form(client: AsyncWebClient, body: dict[str, Any], answer_id: str) -> bool:
+    channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id", "")
+    thread_ts = (body.get("message") or {}).get("thread_ts") or (body.get("container") or {}).get("thread_ts")
+    try:
+        await client.views_open(trigger_id=body["trigger_id"], view=feedback.form(answer_id, channel, thread_ts))
+    except SlackApiError as exc:
+        log.warning("could not open the feedback form: %s", exc.response.get("error"))
+        return False
+    return True
+
+
+async def _respond(respond: AsyncRespond, text: str) -> None:
+    await respond(response_type="ephemeral", replace_original=False, **blocks.notice(text))
+
+
+async def _ephemeral(client: AsyncWebClient, channel: str, user: str, thread_ts: str | None,
+                     message: dict[str, Any]) -> None:
+    try:
+        await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, **message)
+    except SlackApiError as exc:
+        log.warning("could not send a private note in %s: %s", channel, exc.response.get("error"))
