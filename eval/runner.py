@@ -1,0 +1,274 @@
+"""`python -m eval run`: score retrieval and answers against golden sets; fail below thresholds.
+
+Retrieval metrics (hit rate@k, MRR, recall@k, nDCG@10) are measured on `Engine.search` over the
+answerable cases, at each case's level: the k chunks it selects, reduced to their documents in
+order. Answer metrics (abstention, answered rate, citations, leaks, answer F1, latency) are
+measured on `Engine.ask`. `--compare` adds the retrieval metrics of dense-only and BM25-only
+search (answers are always produced by the configured hybrid retrieval).
+
+Exit status: 0 when every threshold is met, 1 when one is missed, 2 for unusable input.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from docsbot.cli import UserError, ensure_index
+from docsbot.settings import Settings
+from eval import metrics
+from eval.candidates import feedback_report
+from eval.golden import GoldenCase, GoldenError, default_golden_files, load_golden, load_thresholds, thresholds_path
+from rag.answer import Answer
+from rag.embeddings import EmbeddingError
+from rag.engine import Engine
+from rag.levels import Level
+from rag.retrieval import Mode
+from rag.store import StoreError
+from sync.gitcmd import GitError
+
+COMPARED: tuple[Mode, ...] = ("dense", "bm25")
+STAGES = ("embed", "retrieve", "generate", "total")
+TUNED_SETTINGS = (
+    "top_k", "candidates", "min_similarity", "rrf_k", "dense_weight", "bm25_weight", "mmr_lambda",
+    "no_access_margin", "chunk_size", "chunk_overlap",
+)
+NDCG_K = 10
+# "The docs don't cover it" is no_match whether retrieval found nothing or the generator declined
+# what it found: a golden case should not depend on which stage noticed.
+SAME_REASON = {"no_match": {"no_match", "declined"}}
+
+
+@dataclass
+class Failures:
+    """Why each failing case failed, in the order the cases were run."""
+
+    reasons: dict[str, list[str]] = field(default_factory=dict)
+    leaked: set[str] = field(default_factory=set)  # cases that saw a doc above their level
+
+    def add(self, case_id: str, reason: str) -> None:
+        self.reasons.setdefault(case_id, []).append(reason)
+
+    def leak(self, case_id: str, where: str) -> None:
+        self.leaked.add(case_id)
+        self.add(case_id, f"leak: {where} a doc above the question's level")
+
+
+def retrieval_report(engine: Engine, cases: Sequence[GoldenCase], mode: Mode, failures: Failures) -> dict[str, Any]:
+    """Doc-level retrieval metrics of `Engine.search` in one mode, plus its embed/retrieve latency."""
+    ranks: list[int | None] = []
+    recalls, ndcgs = [], []
+    timings: dict[str, list[float]] = {"embed": [], "retrieve": []}
+    for case in cases:
+        retrieval, _, spent = engine.search(case.question, case.level, list(case.history), mode)
+        for stage in timings:
+            timings[stage].append(spent[f"{stage}_ms"])
+        if any(c.row["access_rank"] > case.level for c in retrieval.selected):
+            failures.leak(case.id, f"{mode} search selected")
+        if not case.answerable:
+            continue
+        ranking = metrics.doc_ranking(c.row["doc_path"] for c in retrieval.selected)
+        rank = metrics.first_gold_rank(ranking, case.gold_doc_ids)
+        if rank is None:
+            failures.add(case.id, f"miss: no gold doc among the {mode} top {engine.settings.top_k}")
+        ranks.append(rank)
+        recalls.append(metrics.recall(ranking, case.gold_doc_ids))
+        ndcgs.append(metrics.ndcg(ranking, case.gold_doc_ids, NDCG_K))
+    return {
+        "hit_rate": metrics.hit_rate(ranks),
+        "mrr": metrics.mrr(ranks),
+        "recall": metrics.mean(recalls),
+        f"ndcg@{NDCG_K}": metrics.mean(ndcgs),
+        "latency_ms": latency(timings),
+    }
+
+
+def latency(timings: dict[str, list[float]]) -> dict[str, dict[str, float | None]]:
+    return {stage: {"p50": metrics.percentile(v, 50), "p95": metrics.percentile(v, 95)} for stage, v in timings.items()}
+
+
+async def ask_all(engine: Engine, cases: Sequence[GoldenCase]) -> list[Answer]:
+    return [await engine.ask(case.question, case.level, list(case.history)) for case in cases]
+
+
+def answer_leaked(case: GoldenCase, answer: Answer) -> bool:
+    """Whether the answer cites, or was built from, a document above the question's level."""
+    accesses = [c.access for c in answer.citations] + [r["access"] for r in answer.retrieved]
+    return any(Level.parse(access) > case.level for access in accesses)
+
+
+def citations_valid(case: GoldenCase, answer: Answer) -> bool:
+    """Every citation names a source that was given to the generator and is within the level."""
+    given = answer.retrieved
+    return all(
+        1 <= c.n <= len(given) and given[c.n - 1]["doc_path"] == c.doc_path and Level.parse(c.access) <= case.level
+        for c in answer.citations
+    )
+
+
+def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failures) -> dict[str, Any]:
+    answers = asyncio.run(ask_all(engine, cases))
+    timings: dict[str, list[float]] = {stage: [] for stage in STAGES}
+    valid, cites_gold, f1s = [], [], []
+    for case, answer in zip(cases, answers):
+        for stage in STAGES:
+            if (ms := answer.diagnostics.timings_ms.get(f"{stage}_ms")) is not None:
+                timings[stage].append(ms)
+        if answer_leaked(case, answer):
+            failures.leak(case.id, "the answer cited or was built from")
+        if answer.answered:
+            valid.append(citations_valid(case, answer))
+            if not valid[-1]:
+                failures.add(case.id, "invalid citation")
+        if case.answerable:
+            if answer.answered:
+                cites_gold.append(any(c.doc_path in case.gold_doc_ids for c in answer.citations))
+            else:
+                failures.add(case.id, f"abstained ({answer.abstain_reason}) on an answerable question")
+        elif answer.answered:
+            failures.add(case.id, "answered an unanswerable question")
+        elif case.expect_reason and answer.abstain_reason not in SAME_REASON.get(case.expect_reason, {case.expect_reason}):
+            failures.add(case.id, f"abstained with {answer.abstain_reason}, expected {case.expect_reason}")
+        if case.gold_answer is not None:
+            f1s.append(metrics.token_f1(answer.answer, case.gold_answer) if answer.answered else 0.0)
+    answerable = [a.answered for c, a in zip(cases, answers) if c.answerable]
+    precision, recall = metrics.precision_recall([not a.answered for a in answers], [not c.answerable for c in cases])
+    return {
+        "answered_rate": metrics.mean(answerable),
+        "abstention_precision": precision,
+        "abstention_recall": recall,
+        "citation_validity": metrics.mean(valid),
+        "citation_gold_rate": metrics.mean(cites_gold),
+        "answer_f1": metrics.mean(f1s),
+        "latency_ms": latency(timings),
+    }
+
+
+def evaluate(engine: Engine, cases: Sequence[GoldenCase], compare: bool = False) -> dict[str, Any]:
+    """The report of one run: configured (hybrid) retrieval and answers, optionally other modes."""
+    s = engine.settings
+    failures = Failures()
+    report: dict[str, Any] = {
+        "cases": len(cases),
+        "answerable": sum(c.answerable for c in cases),
+        "k": s.top_k,
+        "mode": "hybrid",
+        "settings": {name: getattr(s, name) for name in TUNED_SETTINGS},
+    }
+    retrieval = retrieval_report(engine, cases, "hybrid", failures)
+    search_latency = retrieval.pop("latency_ms")
+    report |= retrieval | answer_report(engine, cases, failures)
+    report["leaks"] = len(failures.leaked)
+    report["search_latency_ms"] = search_latency
+    report["failures"] = list(failures.reasons)
+    report["failure_reasons"] = failures.reasons
+    if compare:
+        report["compare"] = {}
+        for mode in COMPARED:
+            seen = Failures()  # the other modes' misses are what the comparison shows, not failures
+            report["compare"][mode] = retrieval_report(engine, cases, mode, seen) | {"leaks": len(seen.leaked)}
+    return report
+
+
+# -- presentation ---------------------------------------------------------------------------------
+ROWS = (
+    ("hit_rate", "hit rate@{k}"),
+    ("mrr", "MRR"),
+    ("recall", "recall@{k}"),
+    (f"ndcg@{NDCG_K}", f"nDCG@{NDCG_K}"),
+    ("answered_rate", "answered rate"),
+    ("abstention_precision", "abstention precision"),
+    ("abstention_recall", "abstention recall"),
+    ("citation_validity", "citation validity"),
+    ("citation_gold_rate", "cites a gold doc"),
+    ("answer_f1", "answer token F1"),
+    ("leaks", "leaks"),
+)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    return str(value) if isinstance(value, int) else f"{value:.3f}"
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def render(report: dict[str, Any]) -> str:
+    columns = {"hybrid": report} | report.get("compare", {})
+    lines = [f"{report['cases']} cases ({report['answerable']} answerable) · k={report['k']} · "
+             + ", ".join(f"{k}={v}" for k, v in report["settings"].items() if k != "top_k"),
+             f"{'metric':<22}" + "".join(f"{name:>9}" for name in columns)]
+    for key, label in ROWS:
+        cells = [_cell(col[key]) if key in col else "-" for col in columns.values()]
+        lines.append(f"{label.format(k=report['k']):<22}" + "".join(f"{c:>9}" for c in cells))
+    lines.append("latency ms (p50 / p95): " + ", ".join(
+        f"{stage} {_ms(v['p50'])} / {_ms(v['p95'])}" for stage, v in report["latency_ms"].items()
+    ))
+    for case_id, reasons in report["failure_reasons"].items():
+        lines.append(f"  {case_id}: {'; '.join(reasons)}")
+    for case_id, changed in report.get("feedback", {}).get("docs_changed", {}).items():
+        lines.append(f"  {case_id}: docs changed since feedback: " + ", ".join(f"{p} ({how})" for p, how in changed.items()))
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m eval run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", help="docs folder (default: $DOCSBOT_DOCS_DIR or docs-sync); indexed if needed")
+    parser.add_argument("--golden", action="append", type=Path,
+                        help="golden JSONL file, repeatable (default: eval/golden.jsonl and eval/golden*.jsonl)")
+    parser.add_argument("--thresholds", type=Path,
+                        help="thresholds JSON (default: <golden>.thresholds.json or thresholds.json beside it)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--compare", action="store_true", help="also score dense-only and BM25-only retrieval")
+    return parser
+
+
+def run(args: argparse.Namespace, engine: Engine | None) -> int:
+    engine = engine or Engine.from_settings(Settings())
+    golden = args.golden or default_golden_files()
+    cases = load_golden(golden)
+    thresholds = load_thresholds(args.thresholds or thresholds_path(golden[0]))
+    root = Path(args.docs or engine.settings.docs_dir)
+    if not root.is_dir():
+        raise UserError(f"docs folder {root} does not exist")
+    missing = sorted({p for c in cases for p in c.gold_doc_ids if not (root / p).is_file()})
+    if missing:
+        raise UserError(f"gold doc ids not found under {root}: {', '.join(missing[:5])}"
+                        + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
+    stats = ensure_index(engine, root)
+    if stats is not None:
+        print(f"indexed {root}: {stats.documents} documents, {stats.chunks} chunks in {stats.seconds:.1f}s",
+              file=sys.stderr)
+    report = {"golden": [str(p) for p in golden], "docs": str(root)} | evaluate(engine, cases, args.compare)
+    report["feedback"] = feedback_report(engine.store, cases, report["failure_reasons"])
+    misses = thresholds.misses(report)
+    if failing := report["feedback"]["failing"]:  # a promoted 👎 case is a regression test
+        misses.append(f"{len(failing)} promoted feedback case(s) failing: {', '.join(failing)}")
+    report["thresholds"] = {"file": str(thresholds.source) if thresholds.source else None, "missed": misses}
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(render(report))
+        source = thresholds.source or "no thresholds file"
+        print(f"thresholds ({source}): " + ("all met" if not misses else "MISSED: " + "; ".join(misses)))
+    return 1 if misses else 0
+
+
+def main(argv: list[str], engine: Engine | None = None) -> int:
+    """Entry point of the `python -m eval` dispatcher (argv[0] == "run"); an engine can be injected."""
+    args = build_parser().parse_args(argv[1:])
+    try:
+        return run(args, engine)
+    except (UserError, GoldenError, StoreError, EmbeddingError, GitError, ValueError) as exc:
+        print(f"eval: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

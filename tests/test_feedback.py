@@ -1,0 +1,255 @@
+"""The answer log, feedback records, candidate grouping and the promote → eval round trip, on
+the sample docs in a real LanceDB directory (answers from the real engine, extractive answerer)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from eval import runner
+from eval.__main__ import main as eval_main
+from eval.candidates import find_candidates
+from eval.golden import load_golden
+from rag.answer_log import AnswerLog, AnswerLogError
+from rag.engine import Engine
+from rag.levels import Level
+from rag.prompt import PROMPT_VERSION
+from tests.conftest import SAMPLE_DOCS
+
+DEPLOY = "can I deploy on friday?"
+VACATION = "how many vacation days do I get?"
+BREAK_GLASS = "how do I get emergency write access to tp-prod-db during an incident?"
+BANANA = "what's the recipe for banana bread?"
+
+
+class Clock:
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def answer(engine: Engine, log: AnswerLog, question: str, level: Level = Level.team, ts: str = "1.0",
+           history: list[tuple[str, str]] | None = None) -> str:
+    result = asyncio.run(engine.ask(question, level, history or []))
+    return log.record(result, asker="U_ASKER", asker_level="restricted", audience_level=level.name,
+                      channel="C_GENERAL", message_ts=ts, thread_ts="0.5", history=history or [])
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = eval_main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def log(sample_engine: Engine) -> AnswerLog:
+    return AnswerLog(sample_engine.settings.data_dir)
+
+
+@pytest.fixture
+def data_env(sample_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m eval candidates|promote|reject` read DOCSBOT_DATA_DIR like any deployment."""
+    monkeypatch.setenv("DOCSBOT_DATA_DIR", sample_engine.settings.data_dir)
+
+
+def test_an_answer_is_logged_with_its_context_and_survives_a_reopen(sample_engine: Engine) -> None:
+    sample_engine.store.set_meta(commit="abc123def")  # what a sync records as the indexed commit
+    history = [("user", "hi"), ("agent", "hello")]
+    answer_id = answer(sample_engine, AnswerLog(sample_engine.settings.data_dir), DEPLOY, ts="", history=history)
+
+    log = AnswerLog(sample_engine.settings.data_dir)  # a restarted process
+    assert log.find_by_message("C_GENERAL", "") is None
+    log.set_message(answer_id, "C_GENERAL", "1700000000.000200")  # the posted message
+    logged = log.find_by_message("C_GENERAL", "1700000000.000200")
+    assert logged is not None and logged == log.get(answer_id)
+    assert (logged.question, logged.asker, logged.level) == (DEPLOY, "U_ASKER", "team")
+    assert (logged.asker_level, logged.audience_level, logged.thread_ts) == ("restricted", "team", "0.5")
+    assert logged.history == [{"speaker": "user", "text": "hi"}, {"speaker": "agent", "text": "hello"}]
+    assert logged.answered and "policies/deploy-policy.md" in [c["doc_path"] for c in logged.citations]
+    assert logged.retrieved and all(
+        r["chunk_id"] and len(r["text_hash"]) == 64 and r["commit"] and r["similarity"] > 0 for r in logged.retrieved
+    )
+    assert (logged.prompt_version, logged.index_commit, logged.model) == (PROMPT_VERSION, "abc123def", "extractive")
+    assert logged.diagnostics["timings_ms"]["total_ms"] > 0 and logged.review == "pending"
+    assert log.get("0" * 16) is None and log.find_by_message("C_OTHER", "1700000000.000200") is None
+
+
+def test_one_feedback_record_per_person_whatever_they_click(log: AnswerLog, sample_engine: Engine) -> None:
+    answer_id = answer(sample_engine, log, DEPLOY)
+    for _ in range(3):  # a triple click
+        log.add_feedback(answer_id, "U1", "down", "button")
+    log.add_feedback(answer_id, "U1", "down", "reaction")
+    log.add_feedback(answer_id, "U1", "down", "reaction")  # the reaction event delivered twice
+    log.add_feedback(answer_id, "U1", "down", "button", reason="outdated", expected="see policies/release-process.md")
+    log.add_feedback(answer_id, "U2", "down", "reaction")
+    log.add_feedback(answer_id, "U3", "up", "button")
+    votes = {f.user: f for f in log.feedback(answer_id)}
+    assert sorted(votes) == ["U1", "U2", "U3"]
+    assert (votes["U1"].vote, votes["U1"].reason) == ("down", "outdated")
+    assert votes["U1"].expected == "see policies/release-process.md"
+
+    # U1 removes the reaction: the button vote stands. U2 had only the reaction: withdrawn.
+    assert log.withdraw_reaction(answer_id, "U1").vote == "down"
+    assert log.withdraw_reaction(answer_id, "U2").withdrawn
+    assert log.withdraw_reaction(answer_id, "U2") is None  # removed twice: nothing changes
+    assert log.withdraw_reaction(answer_id, "U3") is None  # never reacted
+    assert [f.user for f in log.feedback(answer_id)] == ["U1", "U3"]
+    assert len(log.feedback(answer_id, active=False)) == 3
+
+    # A form sent after the reaction was removed explains without voting again; the reason
+    # comes back with a new reaction.
+    assert log.explain(answer_id, "U2", "wrong", " see the FAQ ").withdrawn
+    assert log.add_feedback(answer_id, "U2", "down", "reaction").expected == "see the FAQ"
+    # Removing a 👍 reaction leaves a later 👎 reaction alone.
+    assert log.withdraw_reaction(answer_id, "U2", vote="up") is None
+    assert log.withdraw_reaction(answer_id, "U2", vote="down").reason == "wrong"
+
+
+def test_bad_feedback_is_refused_with_a_clear_message(log: AnswerLog, sample_engine: Engine) -> None:
+    answer_id = answer(sample_engine, log, DEPLOY)
+    with pytest.raises(AnswerLogError, match="no logged answer with id 'nope'"):
+        log.add_feedback("nope", "U1", "down", "button")
+    with pytest.raises(AnswerLogError, match="unknown vote 'meh'"):
+        log.add_feedback(answer_id, "U1", "meh", "button")  # type: ignore[arg-type]
+    with pytest.raises(AnswerLogError, match="unknown reason 'boring'.*wrong, outdated"):
+        log.add_feedback(answer_id, "U1", "down", "button", reason="boring")
+    with pytest.raises(AnswerLogError, match="U9 has no feedback on answer"):
+        log.explain(answer_id, "U9", "wrong")
+    with pytest.raises(AnswerLogError, match="not an answer id"):
+        log.resolve("fb-x'; DROP")
+    assert log.feedback(answer_id, active=False) == []
+
+
+def test_retention_deletes_old_answers_and_their_feedback(sample_engine: Engine) -> None:
+    clock = Clock()
+    log = AnswerLog(sample_engine.settings.data_dir, retention_days=90, clock=clock)
+    old = answer(sample_engine, log, DEPLOY, ts="1.0")
+    log.add_feedback(old, "U1", "down", "button")
+    clock.now += 89 * 86400
+    recent = answer(sample_engine, log, VACATION, ts="2.0")
+    log.add_feedback(recent, "U1", "down", "button")
+    assert log.prune() == 0 and log.get(old) is not None
+    clock.now += 2 * 86400
+    # a new process writes: expired rows go (the first write of a process prunes)
+    restarted = AnswerLog(sample_engine.settings.data_dir, retention_days=90, clock=clock)
+    answer(sample_engine, restarted, BANANA, ts="3.0")
+    assert restarted.get(old) is None and restarted.get(recent) is not None
+    assert [f.answer_id for f in restarted.feedback(active=False)] == [recent]
+    assert AnswerLog(sample_engine.settings.data_dir, retention_days=0, clock=Clock(clock.now * 2)).prune() == 0
+
+
+def test_candidates_are_grouped_by_likely_cause(sample_engine: Engine, log: AnswerLog, tmp_path: Path) -> None:
+    ids = {
+        "deploy": answer(sample_engine, log, DEPLOY, ts="1.0"),
+        "vacation": answer(sample_engine, log, VACATION, ts="2.0"),
+        "break_glass": answer(sample_engine, log, BREAK_GLASS, ts="3.0"),
+        "banana": answer(sample_engine, log, BANANA, ts="4.0"),
+        "vpn": answer(sample_engine, log, "how do I get on the vpn from linux?", Level.public, ts="5.0"),
+        "liked": answer(sample_engine, log, "how do I roll back tidepool-api?", ts="6.0"),
+    }
+    for name, answer_id in ids.items():
+        log.add_feedback(answer_id, "U1", "up" if name == "liked" else "down", "button")
+    log.add_feedback(ids["vacation"], "U2", "down", "reaction", reason="wrong",
+                     expected="it's in handbook/remote-work.md")
+    # the deploy policy is rewritten and re-indexed after the feedback
+    docs = tmp_path / "docs"
+    shutil.copytree(SAMPLE_DOCS, docs)
+    policy = docs / "policies" / "deploy-policy.md"
+    policy.write_text(policy.read_text().replace("deploy", "ship"))
+    sample_engine.index_folder(docs)
+
+    found = {c.id: c for c in find_candidates(log, sample_engine.store)}
+    causes = {name: found[answer_id].cause for name, answer_id in ids.items() if answer_id in found}
+    assert causes == {"deploy": "doc_changed", "vacation": "not_cited", "break_glass": "no_access",
+                      "banana": "nothing_retrieved", "vpn": "other"}
+    deploy = found[ids["deploy"]]
+    assert deploy.changed == {"policies/deploy-policy.md": "text changed"}  # onboarding/faq.md is unchanged
+    assert "onboarding/faq.md" in deploy.doc_paths()
+    vacation = found[ids["vacation"]]
+    assert vacation.expected_docs == ["handbook/remote-work.md"] and len(vacation.votes) == 2
+    assert {"handbook/time-off.md", "handbook/remote-work.md"} <= set(vacation.doc_paths())
+
+
+def test_cli_lists_promotes_and_rejects(
+    sample_engine: Engine, log: AnswerLog, data_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = [("user", "we need prod db access"), ("agent", "which database?")]
+    blocked = answer(sample_engine, log, BREAK_GLASS, ts="1.0", history=history)
+    missing = answer(sample_engine, log, BANANA, ts="2.0")
+    for answer_id in (blocked, missing):
+        log.add_feedback(answer_id, "U1", "down", "button", reason="missing")
+        log.add_feedback(answer_id, "U1", "down", "reaction")  # same person: still one vote
+
+    code, out, _ = cli(capsys, "candidates")
+    assert code == 0 and "2 thumbs-down answer(s)" in out
+    assert out.index("Nothing retrieved") < out.index("Access abstention")
+    assert blocked in out and "reasons: missing" in out
+    code, out, _ = cli(capsys, "candidates", "--json")
+    listed = {c["id"]: c for c in json.loads(out)}
+    assert listed[blocked]["cause"] == "no_access" and len(listed[blocked]["votes"]) == 1
+    assert listed[blocked]["level"] == "team" and listed[blocked]["history"][0]["text"] == "we need prod db access"
+    assert cli(capsys, "candidates", "--since", "2999-01-01")[1] == "No thumbs-down answers waiting for review.\n"
+    with pytest.raises(SystemExit) as bad_date:
+        cli(capsys, "candidates", "--since", "last tuesday")
+    assert bad_date.value.code == 2 and "not a date" in capsys.readouterr().err
+
+    golden = tmp_path / "golden_feedback.jsonl"
+    code, _, err = cli(capsys, "promote", blocked[:8], "--expect", "runbooks/nope.md", "--golden", str(golden))
+    assert code == 2 and "not in the index: runbooks/nope.md" in err and not golden.exists()
+    code, _, err = cli(capsys, "promote", blocked[:8], "--golden", str(golden))
+    assert code == 2 and "--expect PATH" in err
+    code, out, _ = cli(capsys, "promote", blocked[:8], "--expect", "runbooks/emergency-db-access.md",
+                       "--abstain", "--golden", str(golden))
+    assert code == 0 and f"fb-{blocked[:8]}" in out
+    (case,) = load_golden([golden])
+    assert (case.id, case.question, case.level, case.answerable, case.expect_reason) == (
+        f"fb-{blocked[:8]}", BREAK_GLASS, Level.team, False, "no_access")
+    assert case.gold_doc_ids == ("runbooks/emergency-db-access.md",) and case.history == tuple(history)
+    line = json.loads(golden.read_text())
+    assert line["feedback"]["answer_id"] == blocked and line["feedback"]["reasons"] == ["missing"]
+    assert line["feedback"]["docs"]["runbooks/emergency-db-access.md"]["commit"]  # recorded at promotion
+
+    code, _, err = cli(capsys, "promote", blocked, "--abstain", "--golden", str(golden))
+    assert code == 2 and f"already promoted as fb-{blocked[:8]}" in err
+    assert cli(capsys, "reject", missing)[0] == 0
+    code, _, err = cli(capsys, "reject", missing)
+    assert code == 2 and "already rejected" in err
+    code, _, err = cli(capsys, "reject", "abcdef99")
+    assert code == 2 and "no logged answer" in err
+    assert cli(capsys, "candidates")[1] == "No thumbs-down answers waiting for review.\n"
+    assert len(golden.read_text().splitlines()) == 1
+
+
+def test_promoted_cases_replay_in_the_eval_and_fail_it_when_they_regress(
+    sample_engine: Engine, log: AnswerLog, data_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = answer(sample_engine, log, VACATION, ts="1.0")
+    bad = answer(sample_engine, log, DEPLOY, ts="2.0")
+    for answer_id in (good, bad):
+        log.add_feedback(answer_id, "U1", "down", "button")
+    golden = tmp_path / "golden_feedback.jsonl"
+    assert cli(capsys, "promote", good, "--expect", "handbook/time-off.md", "--golden", str(golden))[0] == 0
+    run = ["run", "--golden", str(golden), "--docs", str(SAMPLE_DOCS)]
+    assert runner.main(run, sample_engine) == 0, capsys.readouterr().out
+    assert "docs changed since feedback" not in capsys.readouterr().out
+
+    # a doc the answer used is deleted: the case still passes, and is flagged for a re-check
+    assert "onboarding/faq.md" in log.get(good).doc_paths()
+    docs = tmp_path / "docs"
+    shutil.copytree(SAMPLE_DOCS, docs)
+    (docs / "onboarding" / "faq.md").unlink()
+    assert runner.main(["run", "--golden", str(golden), "--docs", str(docs)], sample_engine) == 0
+    assert f"fb-{good[:8]}: docs changed since feedback: onboarding/faq.md (deleted)" in capsys.readouterr().out
+    sample_engine.index_folder(SAMPLE_DOCS)
+
+    # a case the engine cannot pass: the vacation doc is never retrieved for the deploy question
+    assert cli(capsys, "promote", bad, "--expect", "handbook/time-off.md", "--golden", str(golden))[0] == 0
+    capsys.readouterr()
+    assert runner.main(run, sample_engine) == 1
+    out = capsys.readouterr().out
+    assert f"fb-{bad[:8]}" in out and "promoted feedback case(s) failing" in out
