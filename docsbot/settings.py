@@ -58,10 +58,10 @@ class Settings(BaseSettings):
 
     top_k: int = 4
     candidates: int = 32
-    min_similarity: float = 0.35
-    rrf_k: int = 60
+    min_similarity: float = 0.32
+    rrf_k: int = 10
     dense_weight: float = 1.0
-    bm25_weight: float = 1.0
+    bm25_weight: float = 1.5
     mmr_lambda: float = 0.75
     no_access_margin: float = 0.05
     context_budget_chars: int = 6000

@@ -231,7 +231,7 @@ class ExtractiveAnswerer:
             return DECLINE_MARKER
         scored.sort(key=lambda item: (-item[0], item[1]))
         best = scored[0][0]
-        picked = [item for item in scored[: self.max_passages] if item[0] >= 0.5 * best]
+        picked = [item for item in scored[: self.max_passages] if item[0] >= 0.8 * best]
         lines, used = [], 0
         for _, _, n, passage in sorted(picked, key=lambda item: item[1]):
             if lines and used + len(passage) > self.max_chars:
