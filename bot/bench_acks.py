@@ -26,7 +26,7 @@ from bot import demo
 from bot.app import EVENTS_PATH
 from bot.deliveries import SlackDeliveries
 from bot.standin import SlackStandIn
-from docsbot.cli import ensure_index
+from sync.folder import ensure_index
 from docsbot.settings import Settings
 from rag.engine import Engine
 from tests.standins.openai_server import OpenAIStandIn

@@ -9,7 +9,7 @@ from bot.app import build_bot
 from bot.console import run_console
 from bot.docs_sync import sync_now, webhook_routes
 from bot.serve import serve
-from docsbot.cli import ensure_index
+from sync.folder import ensure_index
 from docsbot.settings import Settings
 from rag.engine import Engine
 

@@ -10,49 +10,18 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from bot.cli import register as register_bot, run_bot
+from docsbot.errors import UserError
 from docsbot.settings import Settings
 from rag.embeddings import EmbeddingError
 from rag.engine import Engine
-from rag.indexer import IndexStats, Provenance
+from rag.indexer import IndexStats
 from rag.levels import Level
 from rag.store import StoreError
-from sync.gitcmd import GitError, last_commits, toplevel
+from sync.folder import ensure_index, index_folder
+from sync.cli import register as register_sync
+from sync.gitcmd import GitError
 
-log = logging.getLogger("docsbot")
-
-
-def folder_provenance(root: Path) -> dict[str, Provenance]:
-    """Last commit per file when the folder lives in a git work tree, else nothing."""
-    top = toplevel(root)
-    if top is None:
-        return {}
-    subdir = root.resolve().relative_to(top.resolve()).as_posix()
-    try:
-        commits = last_commits(top, "" if subdir == "." else subdir)
-    except GitError as exc:
-        log.warning("no commit information for %s: %s", root, exc)
-        return {}
-    return {path: Provenance(commit, date) for path, (commit, date) in commits.items()}
-
-
-def index_folder(engine: Engine, root: Path) -> IndexStats:
-    if not root.is_dir():
-        raise UserError(f"docs folder {root} does not exist")
-    return engine.index_folder(root, folder_provenance(root))
-
-
-def ensure_index(engine: Engine, root: Path | None) -> IndexStats | None:
-    """Index `root` when the index is missing or was built from another folder."""
-    if root is None:
-        return None
-    indexed = engine.store.meta().get("docs_root")
-    if engine.store.exists() and indexed == str(root.resolve()):
-        return None
-    return index_folder(engine, root)
-
-
-class UserError(RuntimeError):
-    """A problem the person at the terminal can fix; printed as one line."""
 
 
 def print_index(stats: IndexStats, as_json: bool) -> None:
@@ -106,8 +75,6 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     """Index the docs folder, then serve Slack (when SLACK_BOT_TOKEN is set) or open the local console."""
     engine = Engine.from_settings(settings)
     print_index(index_folder(engine, Path(args.docs or settings.docs_dir)), False)
-    from bot.cli import run_bot  # here, not at the top: bot.cli imports this module
-
     return run_bot(settings, engine)
 
 
@@ -145,11 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="index the docs, then serve Slack (with SLACK_BOT_TOKEN) or a local console")
     p.add_argument("--docs")
     p.set_defaults(handler=cmd_run)
-    from bot.cli import register as register_bot  # here, not at the top: bot.cli imports this module
-
     register_bot(sub)
-    from sync.cli import register as register_sync  # here, not at the top: sync.cli imports this module
-
     register_sync(sub)
     return parser
 

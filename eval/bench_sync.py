@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import SecretStr
 
-from docsbot.cli import index_folder
+from sync.folder import index_folder
 from docsbot.settings import Settings
 from rag.embeddings import Embedder, make_embedder
 from rag.engine import Engine

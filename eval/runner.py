@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from docsbot.cli import UserError, ensure_index
+from docsbot.errors import UserError
+from sync.folder import ensure_index
 from docsbot.settings import Settings
 from eval import metrics
 from eval.candidates import feedback_report

@@ -1,7 +1,7 @@
 """Errors of a sync that a person can act on; `docsbot` prints them as one line."""
 from __future__ import annotations
 
-from docsbot.cli import UserError
+from docsbot.errors import UserError
 
 
 class SyncError(UserError):

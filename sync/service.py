@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from docsbot.cli import folder_provenance
+from sync.folder import folder_provenance
 from docsbot.settings import Settings
 from rag.embeddings import Embedder, make_embedder
 from rag.indexer import IndexStats, Provenance, chunking_signature

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.cli import index_folder
+from sync.folder import index_folder
 from docsbot.settings import Settings
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
