@@ -238,13 +238,15 @@ def test_promoted_cases_replay_in_the_eval_and_fail_it_when_they_regress(
     assert runner.main(run, sample_engine) == 0, capsys.readouterr().out
     assert "docs changed since feedback" not in capsys.readouterr().out
 
-    # a doc the answer used is deleted: the case still passes, and is flagged for a re-check
-    assert "onboarding/faq.md" in log.get(good).doc_paths()
+    # the doc the answer used is retitled (every chunk's text changes): the case still passes,
+    # and is flagged for a re-check
+    assert "handbook/time-off.md" in log.get(good).doc_paths()
     docs = tmp_path / "docs"
     shutil.copytree(SAMPLE_DOCS, docs)
-    (docs / "onboarding" / "faq.md").unlink()
+    page = docs / "handbook" / "time-off.md"
+    page.write_text(page.read_text().replace("title: Time Off and Leave", "title: Holidays and Leave", 1))
     assert runner.main(["run", "--golden", str(golden), "--docs", str(docs)], sample_engine) == 0
-    assert f"fb-{good[:8]}: docs changed since feedback: onboarding/faq.md (deleted)" in capsys.readouterr().out
+    assert f"fb-{good[:8]}: docs changed since feedback: handbook/time-off.md (text changed)" in capsys.readouterr().out
     sample_engine.index_folder(SAMPLE_DOCS)
 
     # a case the engine cannot pass: the vacation doc is never retrieved for the deploy question
