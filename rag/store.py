@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -288,7 +288,7 @@ class Store:
             query = query.minimum_nprobes(self.ANN_NPROBES).maximum_nprobes(0)
         else:
             query = query.bypass_vector_index()
-        return [_hit(row, 1.0 - row.pop("_distance")) for row in query.to_arrow().to_pylist()]
+        return _hits(query.to_arrow(), "_distance", lambda distance: 1.0 - distance)
 
     def text(self, query: str, max_rank: int, limit: int) -> list[Hit]:
         words = fts_query(query)
@@ -301,7 +301,7 @@ class Store:
             .select([*SEARCH_COLUMNS, "_score"])
             .limit(limit)
         )
-        return [_hit(row, row.pop("_score")) for row in search.to_arrow().to_pylist()]
+        return _hits(search.to_arrow(), "_score", float)
 
     def rows(self, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Whole rows (without vectors) of the given chunks, by id."""
@@ -332,5 +332,9 @@ class Store:
         return {"documents": len(self.doc_hashes()), "chunks": self.chunks().count_rows()}
 
 
-def _hit(row: dict[str, Any], score: float) -> Hit:
-    return Hit(row=row, vector=np.asarray(row.pop("vector"), dtype=np.float32), score=float(score))
+def _hits(result: pa.Table, score_column: str, to_score: Callable[[float], float]) -> list[Hit]:
+    """Hits from a search result; vectors go to numpy in one copy, not row by row."""
+    vectors = result["vector"].combine_chunks().flatten().to_numpy().reshape(result.num_rows, -1)
+    rows = result.select([c for c in result.column_names if c not in ("vector", score_column)]).to_pylist()
+    scores = result[score_column].to_pylist()
+    return [Hit(row, vector, to_score(score)) for row, vector, score in zip(rows, vectors, scores)]
