@@ -20,7 +20,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import blocks
 from bot.directory import Audience, Directory
 from bot.limits import AnswerSlots, UserRateLimit
-from bot.ttl import TTLCache
 from rag.answer import Answer
 from rag.answer_log import AnswerLog
 from rag.engine import Engine
@@ -54,18 +53,6 @@ class Question:
     history: History = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class AnswerRecord:
-    """What was asked and answered, by answer id (kept for the DM offer and feedback)."""
-
-    question: Question
-    level: Level
-    answered: bool
-    abstain_reason: str | None
-    doc_paths: tuple[str, ...]
-    ts: str  # the answer message in q.channel ("" when it was ephemeral)
-
-
 class Answerer:
     def __init__(
         self,
@@ -75,7 +62,6 @@ class Answerer:
         answer_log: AnswerLog,
         rate: UserRateLimit,
         slots: AnswerSlots,
-        record_ttl_s: float = 24 * 3600,
     ) -> None:
         self.client = client
         self.engine = engine
@@ -83,7 +69,6 @@ class Answerer:
         self.answer_log = answer_log
         self.rate = rate
         self.slots = slots
-        self.records: TTLCache[str, AnswerRecord] = TTLCache(record_ttl_s)
 
     # -- delivering answers ------------------------------------------------------------------------
     async def answer_in_conversation(
@@ -133,13 +118,14 @@ class Answerer:
 
     async def answer_in_dm(self, user: str, answer_id: str, tell: Tell) -> None:
         """The DM offer was accepted: answer the recorded question again in a DM with the asker."""
-        record = self.records.get(answer_id)
-        if record is None or record.question.user != user:
+        record = await asyncio.to_thread(self.answer_log.get, answer_id)
+        if record is None or record.asker != user:
             await tell("That offer has expired. Send me the question in a direct message instead.")
             return
         opened = await self.client.conversations_open(users=user)
         channel = opened["channel"]["id"]
-        q = Question(record.question.text, user, channel, None, record.question.history)
+        history = [(turn["speaker"], turn["text"]) for turn in record.history]
+        q = Question(record.question, user, channel, None, history)
         await self.answer_in_conversation(q, lambda text: self._post_plain(channel, text))
 
     # -- steps -----------------------------------------------------------------------------------
@@ -157,10 +143,6 @@ class Answerer:
         if answer.abstain_reason:
             log.info("abstained (%s): %s", answer.abstain_reason, answer.detail)
         answer_id = uuid.uuid4().hex[:16]
-        self.records.set(answer_id, AnswerRecord(
-            q, level, answer.answered, answer.abstain_reason,
-            tuple(c.doc_path for c in answer.citations), ts,
-        ))
         await self._log(q, answer, answer_id, asker, audience, ts)
         return answer, answer_id
 
