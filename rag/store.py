@@ -334,7 +334,8 @@ class Store:
 
 def _hits(result: pa.Table, score_column: str, to_score: Callable[[float], float]) -> list[Hit]:
     """Hits from a search result; vectors go to numpy in one copy, not row by row."""
-    vectors = result["vector"].combine_chunks().flatten().to_numpy().reshape(result.num_rows, -1)
+    dim = result.schema.field("vector").type.list_size
+    vectors = result["vector"].combine_chunks().flatten().to_numpy().reshape(result.num_rows, dim)
     rows = result.select([c for c in result.column_names if c not in ("vector", score_column)]).to_pylist()
     scores = result[score_column].to_pylist()
     return [Hit(row, vector, to_score(score)) for row, vector, score in zip(rows, vectors, scores)]

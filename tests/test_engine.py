@@ -50,6 +50,7 @@ def test_access_filter_runs_inside_the_search_before_top_k(sample_engine: Engine
     assert len(public) == 10 and {h.row["access_rank"] for h in public} == {0}
     text = store.text("breakglass database emergency credentials", int(Level.public), 10)
     assert text and {h.row["access_rank"] for h in text} == {0}
+    assert store.text("zyxwvut", int(Level.restricted), 10) == []  # no match is an empty list
     unfiltered = store.dense(vector, int(Level.restricted), 3)
     assert unfiltered[0].row["access_rank"] == 2  # the filter is what kept it out above
     assert np.isclose(unfiltered[0].score, float(unfiltered[0].vector @ vector), atol=1e-4)
