@@ -210,6 +210,19 @@ async def test_restricted_answer_goes_to_a_dm_never_to_the_public_channel(local:
     assert "Break-Glass" not in " ".join(visible_text(m) for m in answers(local, demo.GENERAL))
 
 
+async def test_dm_offer_still_works_after_a_restart(sample_engine: Engine) -> None:
+    async with local_slack(sample_engine.settings, sample_engine) as local:
+        await mention(local, demo.ALICE, demo.GENERAL, BREAK_GLASS)
+        await local.settle()
+        [offer] = local.standin.calls_to("chat.postEphemeral", ok_only=True)
+    [button] = buttons(offer)
+    async with local_slack(sample_engine.settings, sample_engine) as local:  # a new process, same data dir
+        await local.slack.click(demo.ALICE, demo.GENERAL, button, offer)
+        await local.settle()
+        [in_dm] = answers(local, local.standin.dm_channel(demo.ALICE))
+        assert "Break-Glass" in visible_text(in_dm)
+
+
 async def test_slack_connect_channel_is_public(local: LocalSlack) -> None:
     """#partners is shared with another organisation; everyone in it on our side is restricted."""
     await mention(local, demo.DAN, demo.PARTNERS, BREAK_GLASS)
