@@ -67,15 +67,14 @@ class Engine:
         timings["retrieve_ms"] = _ms(started)
         return result, vector, timings
 
-    def _blocked(self, vector: np.ndarray, query_text: str, level: Level, mine: Retrieval) -> int:
-        """How many matches above the reader's level beat everything the reader may see.
-
-        Only a count leaves this function: it decides whether to say `no_access`."""
+    def _blocked(self, vector: np.ndarray, level: Level, mine: Retrieval) -> int:
+        """How many chunks above the reader's level match clearly better than anything the reader
+        may see. Only this count leaves the function: it decides whether to say `no_access`."""
         if level >= Level.restricted:
             return 0
-        full = retrieve(self.store, vector, query_text, int(Level.restricted), self.settings)
-        floor = mine.best_similarity + self.settings.no_access_margin
-        return sum(1 for c in full.passed if c.row["access_rank"] > int(level) and c.similarity >= floor)
+        hits = self.store.dense(vector, int(Level.restricted), self.settings.candidates)
+        floor = max(self.settings.min_similarity, mine.best_similarity + self.settings.no_access_margin)
+        return sum(1 for h in hits if h.row["access_rank"] > int(level) and h.score >= floor)
 
     async def ask(self, question: str, level: Level, history: History = ()) -> Answer:
         """Answer at `level`. Never raises for a bad index or provider: those become abstentions."""
@@ -87,9 +86,7 @@ class Engine:
             self.store.check_embedding(self.embedder.name, self.embedder.dim)
             retrieval, vector, timings = await asyncio.to_thread(self.search, question, level, history)
             diag.timings_ms.update(timings)
-            blocked = await asyncio.to_thread(
-                self._blocked, vector, retrieval_text(question, history), level, retrieval
-            )
+            blocked = await asyncio.to_thread(self._blocked, vector, level, retrieval)
         except (StoreError, EmbeddingError) as exc:
             return _abstain(answer, "index_unavailable", str(exc), total)
         diag.candidates = retrieval.candidates
