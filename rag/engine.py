@@ -68,13 +68,19 @@ class Engine:
         return result, vector, timings
 
     def _blocked(self, vector: np.ndarray, level: Level, mine: Retrieval) -> int:
-        """How many chunks above the reader's level match clearly better than anything the reader
-        may see. Only this count leaves the function: it decides whether to say `no_access`."""
+        """How many of the best matches overall are above the reader's level, when they dominate:
+        the best match is above it and either beats everything the reader may see by the margin
+        or most of the top k are above it too. Only this count leaves the function: it decides
+        whether to say `no_access`."""
         if level >= Level.restricted:
             return 0
-        hits = self.store.dense(vector, int(Level.restricted), self.settings.candidates)
-        floor = max(self.settings.min_similarity, mine.best_similarity + self.settings.no_access_margin)
-        return sum(1 for h in hits if h.row["access_rank"] > int(level) and h.score >= floor)
+        s = self.settings
+        hits = [h for h in self.store.dense(vector, int(Level.restricted), s.top_k) if h.score >= s.min_similarity]
+        above = [h for h in hits if h.row["access_rank"] > int(level)]
+        if not hits or hits[0].row["access_rank"] <= int(level):
+            return 0
+        clearly_better = hits[0].score >= mine.best_similarity + s.no_access_margin
+        return len(above) if clearly_better or 2 * len(above) > len(hits) else 0
 
     async def ask(self, question: str, level: Level, history: History = ()) -> Answer:
         """Answer at `level`. Never raises for a bad index or provider: those become abstentions."""
