@@ -86,6 +86,3 @@ class WorkCopy:
 
     def commit_date(self, commit: str) -> str:
         return git(self.path, "show", "-s", "--format=%cI", commit).strip()
-
-    def describe(self) -> str:
-        return redact(self.url) + (f"@{self.branch}" if self.branch else "")
