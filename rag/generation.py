@@ -149,8 +149,11 @@ def content_terms(text: str) -> list[str]:
 
 
 def split_passages(text: str) -> list[str]:
-    """Sentences, list items, table rows and whole small code blocks of a chunk."""
+    """What the extractive answerer may quote from a chunk: sentences, a lead-in sentence ending
+    in ':' together with the list that follows it, list items, table rows spelled out with their
+    column names, and whole small code blocks."""
     passages: list[str] = []
+    open_list = False  # the last passage is a lead-in that following list items join
     for block in re.split(r"\n\s*\n", text):
         block = block.strip()
         if not block:
@@ -158,27 +161,49 @@ def split_passages(text: str) -> list[str]:
         if block.startswith(("```", "~~~")):
             if len(block) <= 600:
                 passages.append(block)
+            open_list = False
             continue
-        for unit in _line_units(block):
-            passages.extend(p.strip() for p in _SENTENCE.split(unit) if p.strip())
+        lines = [line.strip() for line in block.split("\n") if line.strip()]
+        if all(line.startswith("|") for line in lines):
+            passages.extend(_table_rows(lines))
+            open_list = False
+            continue
+        for unit in _line_units(lines):
+            if _ITEM.match(unit):
+                if open_list and len(passages[-1]) + len(unit) <= 700:
+                    passages[-1] += "\n" + unit
+                    continue
+                passages.append(unit)
+                open_list = False
+                continue
+            sentences = [p.strip() for p in _SENTENCE.split(unit) if p.strip()]
+            passages.extend(sentences)
+            open_list = bool(sentences) and sentences[-1].endswith(":")
     return passages
 
 
-_ITEM = re.compile(r"^(?:[-*+]\s|\d+[.)]\s|\|)")
+_ITEM = re.compile(r"^(?:[-*+]\s|\d+[.)]\s)")
+_TABLE_RULE = re.compile(r"\|?[\s:|-]+\|?")
 
 
-def _line_units(block: str) -> list[str]:
-    """List items and table rows stand alone; soft-wrapped paragraph lines are joined."""
+def _line_units(lines: list[str]) -> list[str]:
+    """List items stand alone; soft-wrapped paragraph lines are joined."""
     units: list[str] = []
-    for line in block.split("\n"):
-        line = line.strip()
-        if not line or re.fullmatch(r"\|?[\s:|-]+\|?", line):
-            continue
-        if units and not _ITEM.match(line) and not units[-1].startswith("|"):
+    for line in lines:
+        if units and not _ITEM.match(line):
             units[-1] += " " + line
         else:
             units.append(line)
     return units
+
+
+def _table_rows(lines: list[str]) -> list[str]:
+    """Each data row as 'Column: value; Column: value' (a lone row means little without them)."""
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if not _TABLE_RULE.fullmatch(line)]
+    if len(cells) < 2:
+        return [" ".join(c for c in cells[0] if c)] if cells else []
+    header, rows = cells[0], cells[1:]
+    return ["; ".join(f"{name}: {value}" if name else value for name, value in zip(header, row) if value) for row in rows]
 
 
 def missing_terms(question: str, sources: list[Source]) -> tuple[int, int]:

@@ -5,7 +5,7 @@ import pytest
 
 from rag.check import check_answer
 from rag.engine import Engine
-from rag.generation import OpenAIChat, ProviderError, retry_after_seconds
+from rag.generation import OpenAIChat, ProviderError, retry_after_seconds, split_passages
 from rag.levels import Level
 from rag.prompt import Source, build_messages, select_sources
 from tests.conftest import make_settings
@@ -122,3 +122,20 @@ async def test_engine_with_llm_answers_and_rejects_bad_citations(sample_engine: 
     openai_standin.failures = [Failure(503, {"Retry-After": "0"})] * 2 + [Failure(503, {"Retry-After": "12"})]
     down = await sample_engine.ask("Can I deploy on Friday?", Level.team)
     assert down.abstain_reason == "provider_error" and down.retry_after == 12
+
+
+def test_passages_keep_lead_ins_with_their_lists_and_table_rows_with_their_columns():
+    text = (
+        "A production deploy needs all of the following:\n\n"
+        "1. CI is green.\n2. The ticket is *Ready*.\n\n"
+        "| Severity | Acknowledge within |\n|---|---|\n| SEV1 | 5 min |\n| SEV2 | 15 min |\n\n"
+        "Soft wrapped\nsentence one. Sentence two.\n- an item"
+    )
+    assert split_passages(text) == [
+        "A production deploy needs all of the following:\n1. CI is green.\n2. The ticket is *Ready*.",
+        "Severity: SEV1; Acknowledge within: 5 min",
+        "Severity: SEV2; Acknowledge within: 15 min",
+        "Soft wrapped sentence one.",
+        "Sentence two.",
+        "- an item",
+    ]
