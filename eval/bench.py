@@ -26,6 +26,8 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
 import tempfile  # noqa: E402
+import asyncio  # noqa: E402
+import inspect  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -159,7 +161,7 @@ def _ms(samples: list[float], q: float) -> float:
     return round(float(np.percentile(samples, q)) * 1000, 2)
 
 
-def measure(
+async def measure(
     store: Store, data: Synthetic, rows: int, corpus: Corpus, max_rank: int, embedder: Embedder | None = None
 ) -> dict[str, Any]:
     """Per query, interleaved so both see the same load: the numpy baseline, Store.dense, and
@@ -168,17 +170,19 @@ def measure(
     times: dict[str, list[float]] = {"baseline": [], "store": [], "with_embed": []}
     recalls = []
 
-    def timed(name: str, call: Callable[[], Any]) -> Any:
+    async def timed(name: str, call: Callable[[], Any]) -> Any:
         started = time.perf_counter()
         result = call()
+        if inspect.isawaitable(result):  # Store.dense is awaited in one running loop, as in the bot
+            result = await result
         times[name].append(time.perf_counter() - started)
         return result
 
     for text, query in zip(corpus.queries, corpus.query_vectors):
-        exact = timed("baseline", lambda: exact_top(vectors, ranks, query, max_rank))
-        hits = timed("store", lambda: store.dense(query, max_rank, K))
+        exact = await timed("baseline", lambda: exact_top(vectors, ranks, query, max_rank))
+        hits = await timed("store", lambda: store.dense(query, max_rank, K))
         if embedder is not None:
-            timed("with_embed", lambda: store.dense(embedder.embed([text])[0], max_rank, K))
+            await timed("with_embed", lambda: store.dense(embedder.embed([text])[0], max_rank, K))
         found = {int(h.row["chunk_id"].removeprefix("bench-")) for h in hits}
         recalls.append(len(found & set(exact.tolist())) / K)
     result = {
@@ -231,12 +235,12 @@ def run(
         grow(store, base, data, have, rows)
         have = rows
         store.maintain(NEVER)
-        flat = {name: measure(store, data, rows, corpus, rank) for name, rank, _ in FILTERS}
+        flat = {name: asyncio.run(measure(store, data, rows, corpus, rank)) for name, rank, _ in FILTERS}
         started = time.perf_counter()
         store.build_ann_index()
         build_s = round(time.perf_counter() - started, 2)
         store.maintain(0)
-        ann = {name: measure(store, data, rows, corpus, rank) for name, rank, _ in FILTERS}
+        ann = {name: asyncio.run(measure(store, data, rows, corpus, rank)) for name, rank, _ in FILTERS}
         for name, _, _ in FILTERS:
             points.append({
                 "rows": rows, "filter": name, "rows_passing": flat[name]["rows_passing"],
@@ -248,7 +252,7 @@ def run(
         if rows in sizes:
             store.maintain(settings.ann_min_rows)
             retrieval[str(rows)] = {
-                name: _with_route(measure(store, data, rows, corpus, rank, embedder), rows, settings.ann_min_rows)
+                name: _with_route(asyncio.run(measure(store, data, rows, corpus, rank, embedder)), rows, settings.ann_min_rows)
                 for name, rank, _ in FILTERS
             } | {"index_build_s": build_s}
     return {

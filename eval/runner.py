@@ -28,7 +28,7 @@ from rag.answer import Answer
 from rag.embeddings import EmbeddingError
 from rag.engine import Engine
 from rag.levels import Level
-from rag.retrieval import Mode
+from rag.retrieval import Mode, Retrieval
 from rag.store import StoreError
 from sync.gitcmd import GitError
 
@@ -59,13 +59,16 @@ class Failures:
         self.add(case_id, f"leak: {where} a doc above the question's level")
 
 
+async def search_all(engine: Engine, cases: Sequence[GoldenCase], mode: Mode) -> list[tuple[Retrieval, Any, dict]]:
+    return [await engine.search(case.question, case.level, list(case.history), mode) for case in cases]
+
+
 def retrieval_report(engine: Engine, cases: Sequence[GoldenCase], mode: Mode, failures: Failures) -> dict[str, Any]:
     """Doc-level retrieval metrics of `Engine.search` in one mode, plus its embed/retrieve latency."""
     ranks: list[int | None] = []
     recalls, ndcgs = [], []
     timings: dict[str, list[float]] = {"embed": [], "retrieve": []}
-    for case in cases:
-        retrieval, _, spent = engine.search(case.question, case.level, list(case.history), mode)
+    for case, (retrieval, _, spent) in zip(cases, asyncio.run(search_all(engine, cases, mode))):
         for stage in timings:
             timings[stage].append(spent[f"{stage}_ms"])
         if any(c.row["access_rank"] > case.level for c in retrieval.selected):

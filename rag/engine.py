@@ -53,21 +53,21 @@ class Engine:
         return stats
 
     # -- answering --------------------------------------------------------------------------
-    def search(
+    async def search(
         self, question: str, level: Level, history: History = (), mode: Mode = "hybrid"
     ) -> tuple[Retrieval, np.ndarray, dict[str, float]]:
         """Retrieval only (used by ask and the eval): the retrieval, the query vector, timings."""
         timings: dict[str, float] = {}
         started = time.perf_counter()
         query_text = retrieval_text(question, history)
-        vector = self.embedder.embed([query_text])[0]
+        vector = (await asyncio.to_thread(self.embedder.embed, [query_text]))[0]  # CPU-bound
         timings["embed_ms"] = _ms(started)
         started = time.perf_counter()
-        result = retrieve(self.store, vector, query_text, int(level), self.settings, mode)
+        result = await retrieve(self.store, vector, query_text, int(level), self.settings, mode)
         timings["retrieve_ms"] = _ms(started)
         return result, vector, timings
 
-    def _blocked(self, vector: np.ndarray, level: Level, mine: Retrieval) -> int:
+    async def _blocked(self, vector: np.ndarray, level: Level, mine: Retrieval) -> int:
         """How many of the best matches overall are above the reader's level, when they dominate:
         the best match is above it and either beats everything the reader may see by the margin
         or most of the top k are above it too. Only this count leaves the function: it decides
@@ -75,7 +75,7 @@ class Engine:
         if level >= Level.restricted:
             return 0
         s = self.settings
-        hits = [h for h in self.store.dense(vector, int(Level.restricted), s.top_k) if h.score >= s.min_similarity]
+        hits = [h for h in await self.store.dense(vector, int(Level.restricted), s.top_k) if h.score >= s.min_similarity]
         above = [h for h in hits if h.row["access_rank"] > int(level)]
         if not hits or hits[0].row["access_rank"] <= int(level):
             return 0
@@ -90,9 +90,9 @@ class Engine:
         answer = Answer(question, "", False, None, [], diag, level.name, model=self.generator.name)
         try:
             self.store.check_embedding(self.embedder.name, self.embedder.dim)
-            retrieval, vector, timings = await asyncio.to_thread(self.search, question, level, history)
+            retrieval, vector, timings = await self.search(question, level, history)
             diag.timings_ms.update(timings)
-            blocked = await asyncio.to_thread(self._blocked, vector, level, retrieval)
+            blocked = await self._blocked(vector, level, retrieval)
         except (StoreError, EmbeddingError) as exc:
             return _abstain(answer, "index_unavailable", str(exc), total)
         diag.candidates = retrieval.candidates

@@ -2,6 +2,7 @@
 similarity floor, reciprocal rank fusion, then MMR for the final k."""
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Literal
 
@@ -76,7 +77,11 @@ def mmr(candidates: list[Candidate], k: int, lam: float) -> list[Candidate]:
     return [candidates[i] for i in chosen]
 
 
-def retrieve(
+async def _none() -> list[Hit]:
+    return []
+
+
+async def retrieve(
     store: Store,
     query_vector: np.ndarray,
     query_text: str,
@@ -84,12 +89,15 @@ def retrieve(
     settings: Settings,
     mode: Mode = "hybrid",
 ) -> Retrieval:
-    dense = store.dense(query_vector, max_rank, settings.candidates) if mode != "bm25" else []
-    text = store.text(query_text, max_rank, settings.candidates) if mode != "dense" else []
+    """Both searches run concurrently; the final k rows are then read whole."""
+    dense, text = await asyncio.gather(
+        store.dense(query_vector, max_rank, settings.candidates) if mode != "bm25" else _none(),
+        store.text(query_text, max_rank, settings.candidates) if mode != "dense" else _none(),
+    )
     fused = fuse(dense, text, query_vector, settings, mode)
     passed = [c for c in fused if c.similarity >= settings.min_similarity]
     selected = mmr(passed, settings.top_k, settings.mmr_lambda)
-    rows = store.rows([c.chunk_id for c in selected])
+    rows = await store.rows([c.chunk_id for c in selected])
     for c in selected:
         c.row.update(rows[c.chunk_id])
     return Retrieval(candidates=len(fused), passed=passed, selected=selected)

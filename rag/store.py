@@ -96,23 +96,24 @@ class Hit:
 class _AnnState:
     """The vector-index routing facts of one table version (see Store.dense)."""
 
-    key: tuple[int, int]  # (table object, version) they were read at
+    version: int  # the table version they were read at
     has_index: bool
     min_rows: int  # ann_min_rows recorded by the last maintain()
     counts: dict[str, int] = field(default_factory=dict)  # access filter -> rows passing
 
-    def passing(self, table: Any, where: str) -> int:
+    async def passing(self, table: Any, where: str) -> int:
         if where not in self.counts:
-            self.counts[where] = table.count_rows(where)
+            self.counts[where] = await table.count_rows(where)
         return self.counts[where]
 
 
 class Store:
     def __init__(self, uri: str, refresh_s: float | None = 2.0) -> None:
         self.uri = uri
-        interval = timedelta(seconds=refresh_s) if refresh_s is not None else None
-        self._db = lancedb.connect(uri, read_consistency_interval=interval)
+        self._interval = timedelta(seconds=refresh_s) if refresh_s is not None else None
+        self._db = lancedb.connect(uri, read_consistency_interval=self._interval)
         self._tables: dict[str, Any] = {}
+        self._reader: Any | None = None  # the chunks table on LanceDB's async API (searches)
         self._ann: _AnnState | None = None
 
     # -- tables -----------------------------------------------------------------------------
@@ -131,6 +132,15 @@ class Store:
         if table is None:
             raise IndexMissing(f"no index at {self.uri}: run `docsbot index` (or `docsbot sync`) first")
         return table
+
+    async def _searchable(self) -> Any:
+        """The chunks table for searches. Searches use LanceDB's async API: the sync one hops to
+        a background event loop on every call, which cost ~20% of a search at 100k rows."""
+        if self._reader is None:
+            self.chunks()  # IndexMissing, with its message, when there is no index yet
+            db = await lancedb.connect_async(self.uri, read_consistency_interval=self._interval)
+            self._reader = await db.open_table(CHUNKS)
+        return self._reader
 
     def exists(self) -> bool:
         return self._table(CHUNKS) is not None
@@ -193,6 +203,7 @@ class Store:
             if self._table(name) is not None:
                 self._db.drop_table(name)
         self._tables.clear()
+        self._reader = None
 
     # -- writes -------------------------------------------------------------------------------
     def write(self, rows: pa.Table, replace_paths: Iterable[str] | None) -> None:
@@ -246,17 +257,16 @@ class Store:
         if vectors is not None:
             vectors.optimize(cleanup_older_than=CLEANUP_AFTER)
 
-    def _ann_state(self) -> _AnnState:
+    async def _ann_state(self, table: Any) -> _AnnState:
         """What dense() needs to pick a route, read again only when the table version changes."""
-        table = self.chunks()
-        key = (id(table), table.version)
-        if self._ann is None or self._ann.key != key:
-            has_index = any(ix.columns == ["vector"] for ix in table.list_indices())
-            self._ann = _AnnState(key, has_index, int(self.meta().get("ann_min_rows", 0)))
+        version = await table.version()
+        if self._ann is None or self._ann.version != version:
+            has_index = any(ix.columns == ["vector"] for ix in await table.list_indices())
+            self._ann = _AnnState(version, has_index, int(self.meta().get("ann_min_rows", 0)))
         return self._ann
 
     def has_ann_index(self) -> bool:
-        return self._ann_state().has_index
+        return any(ix.columns == ["vector"] for ix in self.chunks().list_indices())
 
     def build_ann_index(self) -> None:
         table = self.chunks()
@@ -267,48 +277,51 @@ class Store:
         self._ann = None
 
     # -- reads --------------------------------------------------------------------------------
-    def dense(self, vector: np.ndarray, max_rank: int, limit: int) -> list[Hit]:
+    async def dense(self, vector: np.ndarray, max_rank: int, limit: int) -> list[Hit]:
         """Top `limit` chunks by cosine similarity among those at `max_rank` or below.
 
         The ANN index is used when the access filter passes at least `ann_min_rows` rows (counted
         once per table version with the bitmap index); fewer rows are scanned flat, exactly."""
+        table = await self._searchable()
         where = f"access_rank <= {int(max_rank)}"
         query = (
-            self.chunks()
-            .search(vector, vector_column_name="vector")
+            table.query()
+            .nearest_to(np.asarray(vector, dtype=np.float32))
             .distance_type("cosine")
             .where(where)
-            .select([*SEARCH_COLUMNS, "_distance"])
+            .select(SEARCH_COLUMNS)
             .limit(limit)
         )
-        state = self._ann_state()
-        if state.has_index and state.passing(self.chunks(), where) >= state.min_rows:
+        state = await self._ann_state(table)
+        if state.has_index and await state.passing(table, where) >= state.min_rows:
             # maximum_nprobes(0): keep probing while a narrow filter leaves fewer than `limit` rows.
             # No refine step: SQ distances alone kept recall@16 at 0.98 and were faster (eval bench).
             query = query.minimum_nprobes(self.ANN_NPROBES).maximum_nprobes(0)
         else:
             query = query.bypass_vector_index()
-        return _hits(query.to_arrow(), "_distance", lambda distance: 1.0 - distance)
+        return _hits(await query.to_arrow(), "_distance", lambda distance: 1.0 - distance)
 
-    def text(self, query: str, max_rank: int, limit: int) -> list[Hit]:
+    async def text(self, query: str, max_rank: int, limit: int) -> list[Hit]:
         words = fts_query(query)
         if not words:
             return []
+        table = await self._searchable()
         search = (
-            self.chunks()
-            .search(words, query_type="fts", fts_columns="search_text")
+            table.query()
+            .nearest_to_text(words, columns="search_text")
             .where(f"access_rank <= {int(max_rank)}")
-            .select([*SEARCH_COLUMNS, "_score"])
+            .select(SEARCH_COLUMNS)
             .limit(limit)
         )
-        return _hits(search.to_arrow(), "_score", float)
+        return _hits(await search.to_arrow(), "_score", float)
 
-    def rows(self, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
+    async def rows(self, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Whole rows (without vectors) of the given chunks, by id."""
         if not chunk_ids:
             return {}
-        query = self.chunks().search().where(f"chunk_id IN ({sql_list(chunk_ids)})").select(ROW_COLUMNS)
-        return {row["chunk_id"]: row for row in query.limit(len(chunk_ids)).to_arrow().to_pylist()}
+        table = await self._searchable()
+        query = table.query().where(f"chunk_id IN ({sql_list(chunk_ids)})").select(ROW_COLUMNS)
+        return {row["chunk_id"]: row for row in (await query.limit(len(chunk_ids)).to_arrow()).to_pylist()}
 
     def doc_hashes(self) -> dict[str, str]:
         """doc_path -> content hash of what is indexed (for reconcile and status)."""

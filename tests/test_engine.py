@@ -43,15 +43,15 @@ async def test_access_hint_can_be_turned_off(sample_engine: Engine):
     assert all(c.access != "restricted" for c in answer.citations)
 
 
-def test_access_filter_runs_inside_the_search_before_top_k(sample_engine: Engine, embedder):
+async def test_access_filter_runs_inside_the_search_before_top_k(sample_engine: Engine, embedder):
     store = sample_engine.store
     vector = embedder.embed(["emergency production database access break glass"])[0]
-    public = store.dense(vector, int(Level.public), 10)
+    public = await store.dense(vector, int(Level.public), 10)
     assert len(public) == 10 and {h.row["access_rank"] for h in public} == {0}
-    text = store.text("breakglass database emergency credentials", int(Level.public), 10)
+    text = await store.text("breakglass database emergency credentials", int(Level.public), 10)
     assert text and {h.row["access_rank"] for h in text} == {0}
-    assert store.text("zyxwvut", int(Level.restricted), 10) == []  # no match is an empty list
-    unfiltered = store.dense(vector, int(Level.restricted), 3)
+    assert await store.text("zyxwvut", int(Level.restricted), 10) == []  # no match is an empty list
+    unfiltered = await store.dense(vector, int(Level.restricted), 3)
     assert unfiltered[0].row["access_rank"] == 2  # the filter is what kept it out above
     assert np.isclose(unfiltered[0].score, float(unfiltered[0].vector @ vector), atol=1e-4)
 
