@@ -203,7 +203,7 @@ class Store:
             if self._table(name) is not None:
                 self._db.drop_table(name)
         self._tables.clear()
-        self._reader = None
+        self._wrote()
 
     # -- writes -------------------------------------------------------------------------------
     def write(self, rows: pa.Table, replace_paths: Iterable[str] | None) -> None:
@@ -223,13 +223,20 @@ class Store:
                 table.delete("true")
             elif paths:
                 table.delete(f"doc_path IN ({sql_list(paths)})")
-            return
-        merge = table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
-        if paths is None:
-            merge = merge.when_not_matched_by_source_delete()
-        elif paths:
-            merge = merge.when_not_matched_by_source_delete(f"doc_path IN ({sql_list(paths)})")
-        merge.execute(rows)
+        else:
+            merge = table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
+            if paths is None:
+                merge = merge.when_not_matched_by_source_delete()
+            elif paths:
+                merge = merge.when_not_matched_by_source_delete(f"doc_path IN ({sql_list(paths)})")
+            merge.execute(rows)
+        self._wrote()
+
+    def _wrote(self) -> None:
+        """This process's searches reopen the table, so they see its own writes at once (other
+        processes see them within the read consistency interval)."""
+        self._reader = None
+        self._ann = None
 
     # IVF_SQ settings measured with `python -m eval bench` (README, performance section).
     ANN_PARTITION_ROWS = 1000  # rows per IVF partition: 100 partitions at 100k rows
@@ -246,7 +253,7 @@ class Store:
         if self.meta().get("ann_min_rows") != ann_min_rows:
             self.set_meta(ann_min_rows=ann_min_rows)
         table.optimize(cleanup_older_than=CLEANUP_AFTER)
-        self._ann = None
+        self._wrote()
         rows, trained = table.count_rows(), self.meta().get("ann_trained_rows", 0)
         # optimize() adds new rows to the IVF partitions but never retrains them: rebuild when the
         # table has grown or shrunk by half since training, so partitions keep their size.
@@ -274,7 +281,7 @@ class Store:
         partitions = max(1, rows // self.ANN_PARTITION_ROWS)
         table.create_index("vector", config=IvfSq(distance_type="cosine", num_partitions=partitions), replace=True)
         self.set_meta(ann_trained_rows=rows)
-        self._ann = None
+        self._wrote()
 
     # -- reads --------------------------------------------------------------------------------
     async def dense(self, vector: np.ndarray, max_rank: int, limit: int) -> list[Hit]:
