@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -40,8 +40,8 @@ EVENTS_PATH = "/slack/events"
 class DocsBot:
     app: AsyncApp
     services: Services
-    signing_secret: str
-    routes: list[web.RouteDef]
+    signing_secret: str = field(repr=False)  # never in a repr, so never in a log line
+    routes: list[web.RouteDef] = field(default_factory=list)
 
     @property
     def client(self) -> AsyncWebClient:
