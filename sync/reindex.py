@@ -20,18 +20,13 @@ from rag.embeddings import Embedder
 from rag.engine import access_rules
 from rag.indexer import IndexStats, Provenance, apply_documents
 from rag.store import Store
+from sync.report import FileCounts
 
 
 @dataclass
-class Applied:
+class Applied(FileCounts):
     """What a write did, in the terms of a sync report."""
 
-    added: int = 0
-    modified: int = 0
-    deleted: int = 0
-    renamed: int = 0
-    unchanged: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
     stats: IndexStats = field(default_factory=IndexStats)
 
 

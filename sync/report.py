@@ -6,17 +6,23 @@ from typing import Any
 
 
 @dataclass
-class SyncReport:
-    mode: str = "unchanged"  # "incremental" (git diff), "reconcile" (content hashes) or "unchanged"
-    reason: str = ""  # why a reconcile was needed
-    commit_before: str | None = None
-    commit_after: str | None = None
+class FileCounts:
+    """Files a sync added, modified, deleted, renamed or left unchanged, and those it skipped."""
+
     added: int = 0
     modified: int = 0
     deleted: int = 0
     renamed: int = 0
     unchanged: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+
+@dataclass
+class SyncReport(FileCounts):
+    mode: str = "unchanged"  # "incremental" (git diff), "reconcile" (content hashes) or "unchanged"
+    reason: str = ""  # why a reconcile was needed
+    commit_before: str | None = None
+    commit_after: str | None = None
     chunks_embedded: int = 0
     chunks_reused: int = 0
     seconds: float = 0.0

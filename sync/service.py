@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import time
+from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,14 +23,14 @@ from typing import Any
 from sync.folder import folder_provenance
 from docsbot.settings import Settings
 from rag.embeddings import Embedder, make_embedder
-from rag.indexer import IndexStats, Provenance, chunking_signature
+from rag.indexer import Provenance, chunking_signature
 from rag.store import Store
 from sync.changes import Scope, changes_between
 from sync.errors import SyncError
 from sync.gitcmd import git, has_commit, is_ancestor, last_commits, redact, toplevel
 from sync.lock import sync_lock
 from sync.reindex import Applied, apply_paths, reconcile
-from sync.report import SyncReport
+from sync.report import FileCounts, SyncReport
 from sync.workcopy import WorkCopy, is_local_uri, repo_url, work_dir
 
 log = logging.getLogger("docsbot.sync")
@@ -169,11 +170,10 @@ def _provenance(commits: dict[str, tuple[str, str]]) -> dict[str, Provenance]:
 
 
 def _fill(report: SyncReport, mode: str, applied: Applied, reason: str = "") -> None:
-    stats: IndexStats = applied.stats
+    for counted in fields(FileCounts):
+        setattr(report, counted.name, getattr(applied, counted.name))
     report.mode, report.reason = mode, reason
-    report.added, report.modified, report.deleted = applied.added, applied.modified, applied.deleted
-    report.renamed, report.unchanged, report.skipped = applied.renamed, applied.unchanged, applied.skipped
-    report.chunks_embedded, report.chunks_reused = stats.chunks_embedded, stats.chunks_reused
+    report.chunks_embedded, report.chunks_reused = applied.stats.chunks_embedded, applied.stats.chunks_reused
 
 
 def _checkpoint(settings: Settings, point: str) -> None:
