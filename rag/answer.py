@@ -64,8 +64,7 @@ class Answer:
             "answered": self.answered,
             "abstain_reason": self.abstain_reason,
             "citations": [
-                {k: v for k, v in asdict(c).items() if k not in ("anchor", "access", "commit_date")}
-                | {"commit_date": c.commit_date}
+                {k: v for k, v in asdict(c).items() if k not in ("anchor", "access")}
                 for c in self.citations
             ],
             "diagnostics": asdict(self.diagnostics),

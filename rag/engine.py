@@ -89,7 +89,8 @@ class Engine:
         diag = Diagnostics()
         answer = Answer(question, "", False, None, [], diag, level.name, model=self.generator.name)
         try:
-            self.store.check_embedding(self.embedder.name, self.embedder.dim)
+            # A read of the meta table: off the event loop, like the query embedding.
+            await asyncio.to_thread(self.store.check_embedding, self.embedder.name, self.embedder.dim)
             retrieval, vector, timings = await self.search(question, level, history)
             diag.timings_ms.update(timings)
             blocked = await self._blocked(vector, level, retrieval)
