@@ -6,8 +6,11 @@ half-parsed is ever indexed.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,32 +150,92 @@ def _first_h1(body: str) -> str:
     return match.group(1).strip() if match else ""
 
 
-def list_files(root: Path, include: list[str], exclude: list[str]) -> list[str]:
-    """Relative POSIX paths under root matching include and no exclude, hidden folders skipped."""
-    found = []
-    for file in root.rglob("*"):
-        rel = file.relative_to(root).as_posix()
-        if in_scope(rel, include, exclude) and file.is_file():
-            found.append(rel)
-    return sorted(found)
+SYMLINK = "symlink"
+HIDDEN = "hidden (names starting with '.' are not indexed)"
+_VCS_FOLDERS = {".git"}  # version control metadata, never documentation: not even reported
+
+
+def check_pattern(pattern: str) -> str:
+    """A glob or path rule must stay inside the docs root: relative, with no `..` part."""
+    if pattern.startswith("/") or ".." in pattern.split("/") or "\\" in pattern:
+        raise ValueError(f"pattern {pattern!r} must be a relative path inside the docs folder (no '/', '..' or '\\')")
+    return pattern
+
+
+def scan_folder(root: Path, include: list[str], exclude: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Relative POSIX paths of the regular files under root in scope, and the (path, reason) of
+    what is left out on purpose: symbolic links (never followed: a link could point at any file
+    on the host) and hidden files and folders (`.git` is left out silently)."""
+    found: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    for folder, subfolders, files in os.walk(root):  # followlinks=False: a linked folder is not entered
+        base = Path(folder)
+        for name in sorted(subfolders):
+            path = base / name
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                skipped.append((rel, SYMLINK))
+            elif name.startswith("."):
+                if name not in _VCS_FOLDERS:
+                    skipped.append((rel + "/", HIDDEN))
+            else:
+                continue
+            subfolders.remove(name)
+        for name in files:
+            path = base / name
+            rel = path.relative_to(root).as_posix()
+            if not _matches(rel, include, exclude):
+                continue
+            if path.is_symlink():
+                skipped.append((rel, SYMLINK))
+            elif name.startswith("."):
+                skipped.append((rel, HIDDEN))
+            elif path.is_file():
+                found.append(rel)
+    return sorted(found), sorted(skipped)
 
 
 def in_scope(rel: str, include: list[str], exclude: list[str]) -> bool:
     """Whether a relative path is indexed: no hidden part, an include match and no exclude match."""
     if any(part.startswith(".") for part in rel.split("/")):
         return False
+    return _matches(rel, include, exclude)
+
+
+def _matches(rel: str, include: list[str], exclude: list[str]) -> bool:
     return any(glob_match(rel, p) for p in include) and not any(glob_match(rel, p) for p in exclude)
 
 
+def _inside(root: Path, rel: str) -> Path:
+    """root/rel with no part of it a symbolic link and no way out of root, or DocumentError."""
+    path = root
+    for part in rel.split("/"):
+        if part in ("", ".", ".."):
+            raise DocumentError("path outside the docs folder")
+        path = path / part
+        if path.is_symlink():
+            raise DocumentError(SYMLINK)
+    return path
+
+
 def read_document(root: Path, rel: str, rules: AccessRules, max_bytes: int) -> Document:
-    """One file under root as a Document, or DocumentError (a huge file is never loaded)."""
+    """One file under root as a Document, or DocumentError (a huge file is never loaded, a
+    symbolic link is never followed)."""
+    path = _inside(root, rel)
     try:
-        size = (root / rel).stat().st_size
-        if size > max_bytes:
-            raise DocumentError(f"file too large ({size:,} bytes; limit {max_bytes:,})")
-        raw = (root / rel).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
-        raise DocumentError(f"unreadable: {exc.strerror}") from None
+        raise DocumentError(SYMLINK if exc.errno == errno.ELOOP else f"unreadable: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise DocumentError("not a regular file")
+        if info.st_size > max_bytes:
+            raise DocumentError(f"file too large ({info.st_size:,} bytes; limit {max_bytes:,})")
+        try:
+            raw = file.read(max_bytes + 1)
+        except OSError as exc:
+            raise DocumentError(f"unreadable: {exc.strerror}") from None
     return parse_document(rel, raw, rules, max_bytes)
 
 
@@ -180,8 +243,9 @@ def load_folder(
     root: Path, include: list[str], exclude: list[str], rules: AccessRules, max_bytes: int
 ) -> tuple[list[Document], list[tuple[str, str]]]:
     """All documents under root, and the (path, reason) of each file skipped."""
-    docs, skipped = [], []
-    for rel in list_files(root, include, exclude):
+    docs: list[Document] = []
+    files, skipped = scan_folder(root, include, exclude)
+    for rel in files:
         try:
             docs.append(read_document(root, rel, rules, max_bytes))
         except DocumentError as exc:

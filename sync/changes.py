@@ -38,22 +38,32 @@ class ChangeSet:
     modified: int = 0
     deleted: int = 0
     renamed: int = 0
+    counted_as: dict[str, str] = field(default_factory=dict)  # upserted doc path -> the count it is in
 
     def classify(self, change: FileChange, scope: Scope) -> None:
         old, new = scope.rel(change.old), scope.rel(change.new)
         if change.status == "R" and old and new:
             self.removed.append(old)
-            self.upsert.append(new)
-            self.renamed += 1
+            self._upsert(new, "renamed")
         elif change.status in ("R", "D") and old:  # a rename out of scope is a delete
             self.removed.append(old)
             self.deleted += 1
         elif change.status in ("R", "A", "C") and new:  # a rename into scope is an add
-            self.upsert.append(new)
-            self.added += 1
+            self._upsert(new, "added")
         elif change.status in ("M", "T") and new:
-            self.upsert.append(new)
-            self.modified += 1
+            self._upsert(new, "modified")
+
+    def _upsert(self, path: str, count: str) -> None:
+        self.upsert.append(path)
+        self.counted_as[path] = count
+        setattr(self, count, getattr(self, count) + 1)
+
+    def uncount(self, skipped: list[tuple[str, str]]) -> None:
+        """A file that was skipped is reported as skipped only, not also as added or modified."""
+        for path, _ in skipped:
+            count = self.counted_as.pop(path, None)
+            if count:
+                setattr(self, count, getattr(self, count) - 1)
 
 
 def changes_between(repo: Path, old: str, new: str, scope: Scope) -> ChangeSet:

@@ -90,6 +90,6 @@ def reconcile(
         changed.append(doc)
     present = {doc.path for doc in docs}
     gone = sorted(path for path in indexed if path not in present)
-    result.deleted = len(gone)
+    result.deleted = len(set(gone) - {path for path, _ in skipped})  # a skipped file counts as skipped only
     result.stats = write(store, embedder, s, changed, provenance, gone, full=rebuild)
     return result

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.documents import AccessRules, DocumentError, glob_match, list_files, load_folder, parse_document
+from rag.documents import AccessRules, DocumentError, glob_match, load_folder, parse_document, scan_folder
 from rag.levels import Level
 
 RULES = AccessRules({"public/**": Level.public, "team/*.md": Level.team})
@@ -83,4 +83,4 @@ def test_load_folder_skips_bad_files_and_keeps_the_rest(tmp_path: Path):
         "broken.md": "front matter is not valid YAML at line 3",
         "image.md": "binary file",
     }
-    assert list_files(tmp_path, ["**/*.md"], ["good.md"]) == ["big.md", "broken.md", "image.md"]
+    assert scan_folder(tmp_path, ["**/*.md"], ["good.md"]) == (["big.md", "broken.md", "image.md"], [])
