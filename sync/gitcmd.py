@@ -5,9 +5,10 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 _CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
 
@@ -22,9 +23,30 @@ def redact(text: str) -> str:
 
 
 _ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+# git asks this credential helper (a shell function, set through GIT_CONFIG_* variables) for the
+# user name and token, which it reads from the two variables below: they are in the environment
+# of git alone, never in a command line that every local user can read in /proc/<pid>/cmdline.
+_USER, _TOKEN = "DOCSBOT_GIT_USERNAME", "DOCSBOT_GIT_PASSWORD"
+_HELPER = f"!f() {{ test \"$1\" != get || printf 'username=%s\\npassword=%s\\n' \"${_USER}\" \"${_TOKEN}\"; }}; f"
 
 
-def git(cwd: Path, *args: str, timeout: float = 300) -> str:
+def without_credentials(url: str) -> tuple[str, dict[str, str]]:
+    """An http(s) URL without its `user:token@`, and the environment that hands them to git."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or "@" not in parts.netloc:
+        return url, {}
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, _, token = userinfo.partition(":")
+    env = {
+        "GIT_CONFIG_COUNT": "2",
+        "GIT_CONFIG_KEY_0": "credential.helper", "GIT_CONFIG_VALUE_0": "",  # no other helper stores it
+        "GIT_CONFIG_KEY_1": "credential.helper", "GIT_CONFIG_VALUE_1": _HELPER,
+        _USER: unquote(user), _TOKEN: unquote(token),
+    }
+    return urlunsplit(parts._replace(netloc=host)), env
+
+
+def git(cwd: Path, *args: str, timeout: float = 300, env: Mapping[str, str] | None = None) -> str:
     try:
         done = subprocess.run(
             ["git", "-c", "core.quotePath=false", *args],
@@ -32,7 +54,7 @@ def git(cwd: Path, *args: str, timeout: float = 300) -> str:
             capture_output=True,
             text=True,
             timeout=timeout,
-            env={**os.environ, **_ENV},
+            env={**os.environ, **_ENV, **(env or {})},
         )
     except subprocess.TimeoutExpired:
         raise GitError(f"git {args[0]} timed out after {timeout:.0f}s") from None

@@ -1,7 +1,8 @@
 """The private working copy of the docs repository: fetched, then checked out at the remote head.
 
-The repository URL is passed to `git fetch` on every sync and never written to the copy's config,
-so a token in it stays in the environment only; every message goes through `redact`.
+The repository URL is passed to `git fetch` on every sync and never written to the copy's config;
+a `user:token@` in it is taken out of the URL and handed to git through its environment (see
+`without_credentials`), so it is in no process's command line. Every message goes through `redact`.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from docsbot.settings import Settings
 from sync.errors import SyncError
-from sync.gitcmd import GitError, git, redact
+from sync.gitcmd import GitError, git, redact, without_credentials
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +66,11 @@ class WorkCopy:
             self.path.mkdir(parents=True, exist_ok=True)
             git(self.path, "init", "--quiet")
         source = f"refs/heads/{self.branch}" if self.branch else "HEAD"
+        url, credentials = without_credentials(self.url)
         for attempt in range(self.retries + 1):
             try:
-                git(self.path, "fetch", "--quiet", "--no-tags", "--force", self.url, f"+{source}:{FETCHED_REF}",
-                    timeout=self.timeout)
+                git(self.path, "fetch", "--quiet", "--no-tags", "--force", url, f"+{source}:{FETCHED_REF}",
+                    timeout=self.timeout, env=credentials)
                 break
             except GitError as exc:
                 if attempt == self.retries:
