@@ -5,10 +5,12 @@ import argparse
 import asyncio
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from bot.cli import register as register_bot, run_bot
 from docsbot.errors import UserError
@@ -79,17 +81,27 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def env_name(field: str) -> str:
-    alias = Settings.model_fields[field].validation_alias if field in Settings.model_fields else None
+    """The variable that sets a settings field (an error's location: a field name or an alias)."""
+    if field not in Settings.model_fields:
+        return field if field.isupper() else f"DOCSBOT_{field.upper()}"
+    alias = Settings.model_fields[field].validation_alias
     return alias.choices[0] if alias is not None else f"DOCSBOT_{field.upper()}"
 
 
 def load_settings() -> Settings:
-    """Settings from the environment; a bad value is a UserError naming the variable."""
+    """Settings from the environment; a bad value is a UserError naming the variable, one line."""
     try:
         return Settings()
     except ValidationError as exc:
-        problems = "; ".join(f"{env_name(str(e['loc'][0]))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
+        problems = "; ".join(
+            (f"{env_name(str(e['loc'][0]))}: " if e["loc"] else "") + e["msg"].removeprefix("Value error, ")
+            for e in exc.errors()
+        )
         raise UserError(f"invalid configuration: {problems}") from None
+    except SettingsError as exc:  # a list or mapping variable that is not valid JSON
+        field = re.search(r'field "(\w+)"', str(exc))
+        raise UserError(f"invalid configuration: {env_name(field.group(1)) if field else exc}: "
+                        "not valid JSON (a list like [\"**/*.md\"] or a mapping like {\"public/**\": \"public\"})") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

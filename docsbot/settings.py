@@ -5,17 +5,64 @@ Variables are `DOCSBOT_*` plus the standard `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
 """
 from __future__ import annotations
 
+import string
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rag.documents import check_pattern
 from rag.levels import Level
 
 LINK_PRESETS = {
     "github": "{repo_web}/blob/{commit}/{path}#{anchor}",
     "gitlab": "{repo_web}/-/blob/{commit}/{path}#{anchor}",
 }
+
+
+LINK_PLACEHOLDERS = {"repo_web", "commit", "path", "anchor"}
+# Allowed range of every numeric setting (inclusive). Out of range is one error line naming the
+# variable, instead of a hang (chunk size 0), an OverflowError (a port over 65535) or a silently
+# meaningless value (a similarity of 7). The upper bounds are far above any sensible value.
+DAY_S = 86_400.0
+BOUNDS: dict[str, tuple[float, float]] = {
+    "max_file_bytes": (1, 1_000_000_000),
+    "chunk_size": (50, 100_000),
+    "chunk_overlap": (0, 100_000),
+    "embedding_dim": (1, 65_536),
+    "embedding_threads": (1, 1_024),
+    "embedding_batch": (1, 4_096),
+    "llm_attempt_timeout_s": (0.001, DAY_S),
+    "llm_total_timeout_s": (0.001, DAY_S),
+    "llm_max_retries": (0, 100),
+    "llm_max_tokens": (1, 1_000_000),
+    "top_k": (1, 1_000),
+    "candidates": (1, 10_000),
+    "min_similarity": (0, 1),
+    "rrf_k": (0, 1_000_000),
+    "dense_weight": (0, 1_000),
+    "bm25_weight": (0, 1_000),
+    "mmr_lambda": (0, 1),
+    "no_access_margin": (0, 1),
+    "context_budget_chars": (100, 10_000_000),
+    "ann_min_rows": (1, 1_000_000_000),
+    "port": (1, 65_535),
+    "bot_lookup_ttl_s": (0.001, 30 * DAY_S),
+    "bot_user_questions_per_minute": (1, 100_000),
+    "bot_max_concurrent_answers": (1, 100_000),
+    "bot_dedupe_ttl_s": (0.001, 30 * DAY_S),
+    "sync_interval_minutes": (0.01, 525_600),  # up to a year
+    "sync_jitter_s": (0, DAY_S),
+    "sync_fetch_retries": (0, 100),
+    "sync_retry_backoff_s": (0, 3_600),
+    "git_timeout_s": (0.001, DAY_S),
+    "watch_debounce_ms": (1, 3_600_000),
+    "answer_log_days": (0, 365_000),
+}
+
+
+def _number(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) or value != int(value) else f"{int(value):,}"
 
 
 def _env(name: str) -> AliasChoices:
@@ -89,6 +136,57 @@ class Settings(BaseSettings):
         if isinstance(value, dict):
             return {k: Level.parse(v) if isinstance(v, str) else v for k, v in value.items()}
         return value
+
+    # -- validation: ranges and cross-field rules, each failure one line naming the variable -----
+    @field_validator(*BOUNDS, mode="after")
+    @classmethod
+    def _in_range(cls, value: float, info: ValidationInfo) -> float:
+        low, high = BOUNDS[info.field_name]
+        if not low <= value <= high:  # also rejects nan
+            raise ValueError(f"must be between {_number(low)} and {_number(high)}, got {value}")
+        return value
+
+    @field_validator("include", "exclude", mode="after")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        return [check_pattern(p) for p in value]
+
+    @field_validator("path_levels", mode="after")
+    @classmethod
+    def _rule_patterns(cls, value: dict[str, Level]) -> dict[str, Level]:
+        for pattern in value:
+            check_pattern(pattern)
+        return value
+
+    @field_validator("repo_subdir", mode="after")
+    @classmethod
+    def _subdir(cls, value: str) -> str:
+        check_pattern(value.strip("/"))
+        return value
+
+    @field_validator("link_template", mode="after")
+    @classmethod
+    def _link_template(cls, value: str) -> str:
+        try:
+            names = {name for _, name, _, _ in string.Formatter().parse(LINK_PRESETS.get(value, value)) if name is not None}
+        except ValueError as exc:
+            raise ValueError(f"not a valid template ({exc})") from None
+        unknown = names - LINK_PLACEHOLDERS
+        if unknown:
+            known = ", ".join("{" + n + "}" for n in sorted(LINK_PLACEHOLDERS))
+            raise ValueError(f"unknown placeholder {{{sorted(unknown)[0]}}}: use {known} or a preset ({', '.join(LINK_PRESETS)})")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Settings":
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(f"DOCSBOT_CHUNK_OVERLAP ({self.chunk_overlap}) must be smaller than "
+                             f"DOCSBOT_CHUNK_SIZE ({self.chunk_size})")
+        if self.top_k > self.candidates:
+            raise ValueError(f"DOCSBOT_TOP_K ({self.top_k}) must not exceed DOCSBOT_CANDIDATES ({self.candidates})")
+        if self.dense_weight + self.bm25_weight <= 0:
+            raise ValueError("DOCSBOT_DENSE_WEIGHT and DOCSBOT_BM25_WEIGHT cannot both be 0")
+        return self
 
     @property
     def use_llm(self) -> bool:
