@@ -152,7 +152,13 @@ class Settings(BaseSettings):
     # How often a worker without LISTEN/NOTIFY (SQLite) looks for new sync requests.
     sync_request_poll_s: float = 2.0
 
-    # -- Answer log and feedback (rag/answer_log.py, eval/feedback_cli.py) -------------------------
+    # -- Shared state (state/) ---------------------------------------------------------------------
+    # SQLAlchemy URL of the state database (answers, feedback, dedupe, rate limits, sync requests,
+    # leases): postgresql://user:password@host/db for a team. Unset: a SQLite file
+    # `<data_dir>/state.db`, or `<work_dir>/state.db` when the data dir is a URI. Secret (password).
+    database_url: SecretStr | None = None
+
+    # -- Answer log and feedback (state/answers.py, eval/feedback_cli.py) --------------------------
     # Days answers (and the feedback on them) are kept in the `answers`/`feedback` tables beside
     # the index; older rows are deleted on a later write. 0 keeps everything.
     answer_log_days: int = 90
