@@ -7,13 +7,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from docsbot.errors import UserError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from state.db import StateDB, StateUnavailable, _async_engine, database_url, migrate, open_state, redacted
+from state.db import StateDB, StateUnavailable, _async_engine, alembic_config, database_url, migrate, open_state, redacted
 from tests.conftest import REPO, make_settings
+
+HEAD = ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 def test_the_default_is_a_sqlite_file_beside_a_local_index(tmp_path: Path) -> None:
@@ -28,14 +31,14 @@ def test_an_index_on_object_storage_needs_a_work_dir_or_a_database_url(tmp_path:
 
 
 async def test_open_state_migrates_once_and_again_is_a_no_op(state_url: str) -> None:
-    assert migrate(state_url) == "0001"
+    assert migrate(state_url) == HEAD
     db = await open_state(state_url)
     try:
         tables = await _tables(db)
         assert {"answers", "feedback", "dedupe_keys", "rate_windows", "alembic_version"} <= tables
     finally:
         await db.close()
-    assert migrate(state_url) == "0001"
+    assert migrate(state_url) == HEAD
 
 
 async def test_two_processes_starting_on_an_empty_database_both_migrate(state_url: str) -> None:
@@ -45,7 +48,7 @@ async def test_two_processes_starting_on_an_empty_database_both_migrate(state_ur
                               env=env, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=60) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
-    assert [o[0].strip() for o in outs] == ["0001", "0001"]
+    assert [o[0].strip() for o in outs] == [HEAD, HEAD]
 
 
 def test_docsbot_migrate_command(tmp_path: Path) -> None:
@@ -53,7 +56,7 @@ def test_docsbot_migrate_command(tmp_path: Path) -> None:
     env |= {"PYTHONPATH": str(REPO), "DOCSBOT_DATA_DIR": str(tmp_path / "idx")}
     done = subprocess.run([sys.executable, "-m", "docsbot.cli", "migrate"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "state database schema at revision 0001"
+    assert done.stdout.strip() == f"state database schema at revision {HEAD}"
     assert (tmp_path / "idx" / "state.db").is_file()
 
 
