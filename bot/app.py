@@ -1,7 +1,6 @@
 """The Bolt app and its aiohttp web app: `/slack/events`, `/healthz` and the git webhook."""
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import logging
@@ -34,6 +33,7 @@ from bot.work import BackgroundWork
 from docsbot.settings import Settings
 from rag.answer_log import AnswerLog
 from rag.engine import Engine
+from state.db import StateDB
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,7 @@ def build_bot(
     policy: AccessPolicy | None = None,
     run_sync: SyncCommand | None = None,
     routes: list[web.RouteDef] | None = None,
+    state: StateDB | None = None,
 ) -> DocsBot:
     """Everything wired together; `routes` are extra aiohttp routes (e.g. the git webhook)."""
     if policy is None:
@@ -92,7 +93,7 @@ def build_bot(
         work=BackgroundWork(),
         seen_events=TTLCache(settings.bot_dedupe_ttl_s),
         seen_messages=TTLCache(settings.bot_dedupe_ttl_s),
-        status=lambda: asyncio.to_thread(status_text, engine.store),
+        status=lambda: status_text(engine.store, state),
         run_sync=run_sync,
     )
     app.use(attach(services))

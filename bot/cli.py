@@ -1,17 +1,30 @@
-"""`docsbot serve` (the Slack bot) and `docsbot console` (the bot against a local Slack)."""
+"""`docsbot serve` (the Slack bot) and `docsbot console` (the bot against a local Slack).
+
+`serve` is a replica: it answers, and records sync requests for the sync worker, but never
+writes the index. `docsbot run` and `console` are the one-process setup: the bot and the sync
+worker (holding the index-writer lease) run together.
+"""
 from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from bot.app import build_bot
 from bot.console import run_console
-from bot.docs_sync import sync_now, webhook_routes
+from bot.docs_sync import request_sync, webhook_routes
 from bot.serve import serve
-from sync.folder import ensure_index
+from bot.services import SyncCommand
 from docsbot.settings import Settings
 from rag.engine import Engine
+from state.db import StateDB, open_state
+from state.sync_requests import SyncRequests
+from sync.cli import watched_path
+from sync.folder import ensure_index
+from sync.worker import SyncWorker
 
 
 class SlackNotConfigured(ValueError):
@@ -34,31 +47,71 @@ def slack_configured(settings: Settings) -> bool:
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     engine = Engine.from_settings(settings)
     ensure_index(engine, Path(args.docs) if args.docs else None)
-    return serve_slack(settings, engine)
+    return serve_slack(settings, engine, with_worker=False)
 
 
 def cmd_console(settings: Settings, args: argparse.Namespace) -> int:
+    if args.docs:  # the folder the in-process worker keeps in sync
+        settings = settings.model_copy(update={"docs_dir": args.docs})
     engine = Engine.from_settings(settings)
-    ensure_index(engine, Path(args.docs or settings.docs_dir))
+    ensure_index(engine, Path(settings.docs_dir))
     return open_console(settings, engine)
 
 
 def run_bot(settings: Settings, engine: Engine) -> int:
-    """`docsbot run`: the Slack bot when a bot token is set, else the local console."""
-    return serve_slack(settings, engine) if slack_configured(settings) else open_console(settings, engine)
+    """`docsbot run`: the Slack bot when a bot token is set, else the local console; either way
+    with the sync worker in the same process."""
+    return serve_slack(settings, engine, with_worker=True) if slack_configured(settings) else open_console(settings, engine)
 
 
-def serve_slack(settings: Settings, engine: Engine) -> int:
+@dataclass
+class SyncSide:
+    """This process's state store, and how the bot asks for a sync."""
+
+    db: StateDB
+    requests: SyncRequests
+    command: SyncCommand
+
+
+@asynccontextmanager
+async def sync_side(settings: Settings, engine: Engine, with_worker: bool) -> AsyncIterator[SyncSide]:
+    """Open the state store; with_worker also runs the sync worker on this event loop."""
+    db = await open_state(settings)
+    requests = SyncRequests(db, settings.sync_request_poll_s)
+    stop = asyncio.Event()
+    worker = None
+    if with_worker:
+        worker = asyncio.create_task(SyncWorker(settings, db, engine.embedder, watched_path(settings)).run(stop))
+    try:
+        yield SyncSide(db, requests, request_sync(requests))
+    finally:
+        stop.set()
+        if worker is not None:
+            await worker
+        await db.close()
+
+
+def serve_slack(settings: Settings, engine: Engine, with_worker: bool) -> int:
     missing = [name for name, value in (("SLACK_BOT_TOKEN", settings.slack_bot_token),
                                         ("SLACK_SIGNING_SECRET", settings.slack_signing_secret)) if value is None]
     if missing:
         raise SlackNotConfigured(f"set {' and '.join(missing)} to serve Slack (or run `docsbot console` to try it locally)")
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
-    bot = build_bot(settings, engine, run_sync=sync_now(settings, engine), routes=webhook_routes(settings, engine))
-    asyncio.run(serve(bot, settings.port, app_token))
+
+    async def main() -> None:
+        async with sync_side(settings, engine, with_worker) as side:
+            bot = build_bot(settings, engine, run_sync=side.command, routes=webhook_routes(settings, side.requests),
+                            state=side.db)
+            await serve(bot, settings.port, app_token)
+
+    asyncio.run(main())
     return 0
 
 
 def open_console(settings: Settings, engine: Engine) -> int:
-    asyncio.run(run_console(settings, engine))
+    async def main() -> None:
+        async with sync_side(settings, engine, with_worker=True) as side:
+            await run_console(settings, engine, side.command, side.db)
+
+    asyncio.run(main())
     return 0

@@ -14,11 +14,12 @@ from typing import Any
 from bot import demo
 from bot.blocks import QUESTION_INPUT
 from bot.deliveries import buttons
-from bot.docs_sync import sync_now
 from bot.local import LocalSlack, local_slack
+from bot.services import SyncCommand
 from bot.standin import visible_text
 from docsbot.settings import Settings
 from rag.engine import Engine
+from state.db import StateDB
 
 HELP = """Type as if in Slack:
   @docsbot QUESTION     mention the bot (in a thread after :thread)
@@ -186,8 +187,8 @@ def readable(mrkdwn: str, user_name: Any) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
-async def run_console(settings: Settings, engine: Engine) -> None:
-    async with local_slack(settings, engine, run_sync=sync_now(settings, engine)) as local:
+async def run_console(settings: Settings, engine: Engine, run_sync: SyncCommand, state: StateDB) -> None:
+    async with local_slack(settings, engine, run_sync=run_sync, state=state) as local:
         console = Console(local)
         print("A local Slack workspace with docsbot (no real Slack involved). :help lists commands.")
         print(HELP)

@@ -1,4 +1,9 @@
-"""The bot's side of docs sync (`sync/`): `/docs status`, `/docs sync` and the git webhook route."""
+"""The bot's side of docs sync (`sync/`): `/docs status`, `/docs sync` and the git webhook route.
+
+A bot process never writes the index: `/docs sync` and a push only record a sync request in the
+state store, for the sync worker that holds the writer lease (`docsbot sync --watch`, or the
+worker running inside `docsbot run`), and answer at once.
+"""
 from __future__ import annotations
 
 import asyncio
@@ -8,43 +13,44 @@ from aiohttp import web
 
 from bot.services import SyncCommand
 from docsbot.settings import Settings
-from rag.engine import Engine
 from rag.store import Store
-from sync.errors import SyncBusy, SyncError
-from sync.scheduler import SyncRunner
-from sync.service import run_sync
-from sync.status import read_status, render_status
+from state.db import StateDB, StateUnavailable
+from state.sync_requests import SyncRequests
+from sync.status import current_status, read_status, render_status
 from sync.webhook import webhook_route
 
 log = logging.getLogger(__name__)
 
+NO_STATE = {"last_sync": None, "last_success_at": None, "state_error": "no state database in this process"}
 
-def status_text(store: Store) -> str:
-    """What `/docs status` shows (the same as `docsbot status`); blocking, run it in a thread."""
+
+async def status_text(store: Store, db: StateDB | None) -> str:
+    """What `/docs status` shows (the same as `docsbot status`)."""
     try:
-        return "*Docs index*\n```" + render_status(read_status(store)) + "```"
+        status = await (current_status(store, db) if db is not None else asyncio.to_thread(read_status, store, NO_STATE))
+        return "*Docs index*\n```" + render_status(status) + "```"
     except Exception:
         log.exception("reading the index status failed")
         return "The docs index can't be read right now (it may still be being built)."
 
 
-def sync_now(settings: Settings, engine: Engine) -> SyncCommand:
+def request_sync(requests: SyncRequests) -> SyncCommand:
     async def run() -> str:
-        """One sync in a worker thread; its summary, or why it did not run, in plain words."""
+        """Record the request for the sync worker; the answer says what happens next."""
         try:
-            report = await asyncio.to_thread(run_sync, settings, engine.embedder)
-        except SyncBusy:
-            return "A sync is already running; `/docs status` will show its result."
-        except SyncError as exc:
-            return f"The sync could not run: {exc}"
-        except Exception:
-            log.exception("/docs sync failed")
-            return "The sync failed; the index keeps its last good state (details are in the bot's log)."
-        return "*Sync done*\n```" + report.render() + "```"
+            await requests.request("command")
+        except StateUnavailable:
+            log.exception("/docs sync could not be recorded")
+            return "Couldn't record the sync request (the state database is unreachable); please try again."
+        return "Sync requested: the sync worker runs it next. `/docs status` shows its result."
 
     return run
 
 
-def webhook_routes(settings: Settings, engine: Engine) -> list[web.RouteDef]:
-    """`POST /hooks/git` (a push starts a sync in the background)."""
-    return [webhook_route(settings, SyncRunner(settings, engine.embedder).trigger)]
+def webhook_routes(settings: Settings, requests: SyncRequests) -> list[web.RouteDef]:
+    """`POST /hooks/git` (a push records a sync request)."""
+
+    async def push() -> None:
+        await requests.request("webhook")
+
+    return [webhook_route(settings, push)]

@@ -18,6 +18,7 @@ from bot.services import SyncCommand
 from bot.standin import SlackStandIn, Workspace
 from docsbot.settings import Settings
 from rag.engine import Engine
+from state.db import StateDB
 
 
 @dataclass
@@ -40,6 +41,7 @@ async def local_slack(
     policy: AccessPolicy | None = None,
     run_sync: SyncCommand | None = None,
     routes: list[web.RouteDef] | None = None,
+    state: StateDB | None = None,
 ) -> AsyncIterator[LocalSlack]:
     standin = await SlackStandIn(workspace or demo.demo_workspace(), demo.TOKEN).start()
     settings = settings.model_copy(update={
@@ -47,7 +49,8 @@ async def local_slack(
         "slack_signing_secret": SecretStr(demo.SIGNING_SECRET),
         "slack_api_url": standin.base_url,
     })
-    bot = build_bot(settings, engine, policy if policy is not None else load_access(demo.ACCESS_FILE), run_sync, routes)
+    bot = build_bot(settings, engine, policy if policy is not None else load_access(demo.ACCESS_FILE), run_sync, routes,
+                    state)
     runner = web.AppRunner(web_app(bot), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -14,7 +14,7 @@ from docsbot.settings import Settings
 from rag.answer_log import AnswerLog
 from rag.engine import Engine
 
-SyncCommand = Callable[[], Awaitable[str]]  # runs one docs sync, returns its summary
+SyncCommand = Callable[[], Awaitable[str]]  # requests a docs sync, returns what to tell the admin
 
 
 @dataclass

@@ -23,6 +23,7 @@ from rag.store import StoreError
 from sync.folder import ensure_index, index_folder
 from sync.cli import register as register_sync
 from sync.gitcmd import GitError
+from state.db import StateUnavailable, database_url, migrate
 
 
 
@@ -76,8 +77,15 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     """Index the docs folder, then serve Slack (when SLACK_BOT_TOKEN is set) or open the local console."""
     engine = Engine.from_settings(settings)
-    print_index(index_folder(engine, Path(args.docs or settings.docs_dir)), False)
+    wait_s = settings.sync_lease_ttl_s + settings.sync_lease_renew_s  # a console killed just before
+    print_index(index_folder(engine, Path(args.docs or settings.docs_dir), wait_s), False)
     return run_bot(settings, engine)
+
+
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
+    """Bring the state database's schema up to date (also done by every process at start)."""
+    print(f"state database schema at revision {migrate(database_url(settings))}")
+    return 0
 
 
 def env_name(field: str) -> str:
@@ -124,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="index the docs, then serve Slack (with SLACK_BOT_TOKEN) or a local console")
     p.add_argument("--docs")
     p.set_defaults(handler=cmd_run)
+    p = sub.add_parser("migrate", help="create or upgrade the state database's schema (DOCSBOT_DATABASE_URL)")
+    p.set_defaults(handler=cmd_migrate)
     register_bot(sub)
     register_sync(sub)
     return parser
@@ -135,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings()
         return args.handler(settings, args)
-    except (UserError, StoreError, EmbeddingError, GitError, ValueError) as exc:
+    except (UserError, StoreError, EmbeddingError, GitError, StateUnavailable, ValueError) as exc:
         print(f"docsbot: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -240,7 +240,23 @@ class Settings(BaseSettings):
     # written, indexed commit not yet recorded). Empty in production.
     sync_kill_at: Literal["", "before-write", "after-write"] = ""
 
-    # -- Answer log and feedback (rag/answer_log.py, eval/feedback_cli.py) -------------------------
+    # -- Running several processes (sync/lock.py, state/sync_requests.py, rag/store.py) -------------
+    # Seconds within which a replica sees a new index version (LanceDB read_consistency_interval).
+    index_refresh_s: float = 10.0
+    # The index-writer lease in the state store: it expires this long after its holder's last
+    # renewal (a standby takes over then) and is renewed this often.
+    sync_lease_ttl_s: float = 15.0
+    sync_lease_renew_s: float = 5.0
+    # How often a worker without LISTEN/NOTIFY (SQLite) looks for new sync requests.
+    sync_request_poll_s: float = 2.0
+
+    # -- Shared state (state/) ---------------------------------------------------------------------
+    # SQLAlchemy URL of the state database (answers, feedback, dedupe, rate limits, sync requests,
+    # leases): postgresql://user:password@host/db for a team. Unset: a SQLite file
+    # `<data_dir>/state.db`, or `<work_dir>/state.db` when the data dir is a URI. Secret (password).
+    database_url: SecretStr | None = None
+
+    # -- Answer log and feedback (state/answers.py, eval/feedback_cli.py) --------------------------
     # Days answers (and the feedback on them) are kept in the `answers`/`feedback` tables beside
     # the index; older rows are deleted on a later write. 0 keeps everything.
     answer_log_days: int = 90

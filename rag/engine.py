@@ -40,7 +40,8 @@ class Engine:
 
     @classmethod
     def from_settings(cls, settings: Settings, generator: Generator | None = None) -> "Engine":
-        return cls(settings, Store(settings.data_dir), make_embedder(settings), generator or make_generator(settings))
+        store = Store(settings.data_dir, refresh_s=settings.index_refresh_s)
+        return cls(settings, store, make_embedder(settings), generator or make_generator(settings))
 
     # -- indexing ---------------------------------------------------------------------------
     def index_folder(self, root: Path, provenance: dict[str, Provenance] | None = None) -> IndexStats:

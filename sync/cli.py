@@ -5,17 +5,16 @@ import argparse
 import asyncio
 import json
 import logging
+import signal
 from pathlib import Path
 
 from pydantic import SecretStr
 
 from docsbot.settings import Settings
-from rag.embeddings import make_embedder
-from rag.store import Store
-from sync.scheduler import SyncRunner, start_scheduler
+from state.db import open_state
 from sync.service import local_folder, run_sync
-from sync.status import read_status, render_status
-from sync.watcher import watch_folder
+from sync.status import load_status, render_status
+from sync.worker import SyncWorker
 from sync.workcopy import is_local_uri
 
 log = logging.getLogger("docsbot.sync")
@@ -27,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--branch", help="branch to follow (default: $DOCSBOT_BRANCH or the remote's HEAD)")
     p.add_argument("--json", action="store_true", help="print the sync report as JSON")
     p.add_argument("--watch", action="store_true",
-                   help="keep running: sync on a schedule, and on changes to a local repository or folder")
+                   help="keep running as the sync worker: hold the index-writer lease (or stand by for it) and "
+                        "sync on requests, on a schedule and on changes to a local repository or folder")
     p.set_defaults(handler=cmd_sync)
 
     p = sub.add_parser("status", help="indexed commit, document and chunk counts, last sync outcome")
@@ -55,7 +55,7 @@ def cmd_sync(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
-    status = read_status(Store(settings.data_dir))
+    status = load_status(settings)
     print(json.dumps(status) if args.json else render_status(status))
     return 0
 
@@ -70,16 +70,15 @@ def watched_path(settings: Settings) -> Path | None:
 
 
 async def watch_and_sync(settings: Settings) -> None:
-    """The foreground `--watch` loop: scheduler, plus the watcher for a local source."""
+    """The foreground `--watch` worker: stand by for the writer lease, then sync on requests, the
+    schedule and (for a local source) file changes, until SIGINT or SIGTERM."""
     logging.getLogger("docsbot").setLevel(logging.INFO)
-    runner = SyncRunner(settings, make_embedder(settings))
-    scheduler = start_scheduler(settings, runner)
-    path = watched_path(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    db = await open_state(settings)
     try:
-        if path is None:
-            await asyncio.Event().wait()  # until Ctrl-C
-        else:
-            log.info("watching %s", path)
-            await watch_folder(path, runner.trigger, settings.watch_debounce_ms)
+        await SyncWorker(settings, db, watch=watched_path(settings)).run(stop)
     finally:
-        scheduler.shutdown(wait=False)
+        await db.close()

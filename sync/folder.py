@@ -8,6 +8,7 @@ from docsbot.errors import UserError
 from rag.engine import Engine
 from rag.indexer import IndexStats, Provenance
 from sync.gitcmd import GitError, last_commits, toplevel
+from sync.lock import writer_lease
 
 log = logging.getLogger(__name__)
 
@@ -26,10 +27,13 @@ def folder_provenance(root: Path) -> dict[str, Provenance]:
     return {path: Provenance(commit, date) for path, (commit, date) in commits.items()}
 
 
-def index_folder(engine: Engine, root: Path) -> IndexStats:
+def index_folder(engine: Engine, root: Path, lease_wait_s: float = 0.0) -> IndexStats:
+    """A full index of `root`, under the index-writer lease (SyncBusy when a sync worker still
+    holds it after lease_wait_s)."""
     if not root.is_dir():
         raise UserError(f"docs folder {root} does not exist")
-    return engine.index_folder(root, folder_provenance(root))
+    with writer_lease(engine.settings, lease_wait_s):
+        return engine.index_folder(root, folder_provenance(root))
 
 
 def ensure_index(engine: Engine, root: Path | None) -> IndexStats | None:

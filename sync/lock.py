@@ -1,34 +1,182 @@
-"""One sync at a time, across processes: an exclusive `flock` on a file in the work dir.
+"""One writer of the index across every process and host: a lease in the state store.
 
-A second sync is refused at once rather than queued: the running one will pick up the same
-remote head, and in-process triggers coalesce before they get here (see `sync.scheduler`). The
-kernel drops the lock when its holder dies, so a killed sync never blocks the next one.
+The holder renews the lease every DOCSBOT_SYNC_LEASE_RENEW_S; when it dies (or loses the
+database for longer than DOCSBOT_SYNC_LEASE_TTL_S) the lease expires and a standby takes it
+within one renewal period. A writer checks that it still holds the lease before it writes, so a
+holder cut off from the state store stops writing once a standby may have taken over.
+
+`WriterLease` is for the long-running worker (held across many syncs, on its event loop);
+`writer_lease()` is for one-shot writers (`docsbot sync`, `docsbot index`, `make run`): it takes
+the lease or refuses at once with SyncBusy, and renews it from a background thread meanwhile.
 """
 from __future__ import annotations
 
-import fcntl
+import asyncio
+import logging
 import os
-from collections.abc import Iterator
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
-from pathlib import Path
+from typing import TypeVar
 
-from sync.errors import SyncBusy
+from docsbot.settings import Settings
+from state.db import StateDB, StateUnavailable, open_state
+from state.leases import Leases
+from sync.errors import SyncBusy, SyncError
+
+log = logging.getLogger("docsbot.sync")
+
+INDEX_WRITER = "index-writer"
+T = TypeVar("T")
+
+
+def holder_id() -> str:
+    """Who holds the lease, as shown by `docsbot status`: host, pid and a random suffix."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class WriterLease:
+    """The index-writer lease of one process, renewed in the background while held."""
+
+    def __init__(self, db: StateDB, settings: Settings, holder: str | None = None) -> None:
+        self.db = db
+        self.holder = holder or holder_id()
+        self.ttl_s = settings.sync_lease_ttl_s
+        self.renew_s = settings.sync_lease_renew_s
+        self._leases = Leases(db)
+        self._held = False
+        self._valid_until = 0.0  # monotonic time until which the last renewal guarantees it
+        self._renewer: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def held(self) -> bool:
+        """Held, and renewed recently enough that no standby can have taken it."""
+        return self._held and time.monotonic() < self._valid_until
+
+    async def _take(self) -> bool:
+        asked = time.monotonic()
+        self._held = await self._leases.acquire(INDEX_WRITER, self.holder, self.ttl_s)
+        if self._held:
+            self._valid_until = asked + self.ttl_s
+        return self._held
+
+    async def try_acquire(self) -> bool:
+        """Take or renew the lease; False when another process holds it (StateUnavailable when
+        the state store cannot be reached)."""
+        await self._take()
+        if self._held and self._renewer is None:
+            self._loop = asyncio.get_running_loop()
+            self._renewer = asyncio.create_task(self._renew())
+        return self._held
+
+    async def wait_acquire(self) -> None:
+        """Return once this process holds the lease (a hot standby waits here)."""
+        announced = False
+        while not await self._try_or_wait():
+            if not announced:
+                current = await self.current_holder()
+                log.warning("standing by: %s holds the index-writer lease", current or "another process")
+                announced = True
+            await asyncio.sleep(self.renew_s)
+
+    async def _try_or_wait(self) -> bool:
+        try:
+            return await self.try_acquire()
+        except StateUnavailable as exc:  # a standby keeps waiting for the store to come back
+            log.warning("writer lease: %s", exc)
+            return False
+
+    async def current_holder(self) -> str | None:
+        try:
+            lease = await self._leases.current(INDEX_WRITER)
+        except StateUnavailable:
+            return None
+        return lease.holder if lease else None
+
+    async def _renew(self) -> None:
+        while True:
+            await asyncio.sleep(self.renew_s)
+            try:
+                await self._take()
+            except StateUnavailable as exc:  # keep trying: the lease may still be ours when it is back
+                log.warning("could not renew the writer lease: %s", exc)
+                continue
+            if not self._held:
+                log.warning("lost the index-writer lease to another process; no more writes from here")
+                self._renewer = None
+                return
+
+    async def release(self) -> None:
+        if self._renewer is not None:
+            self._renewer.cancel()
+            self._renewer = None
+        if self._held:
+            self._held = False
+            try:
+                await self._leases.release(INDEX_WRITER, self.holder)
+            except StateUnavailable as exc:  # it expires by itself
+                log.warning("could not release the writer lease: %s", exc)
+
+    def check(self) -> None:
+        """Raise SyncError when this process no longer holds the lease (called before writes)."""
+        if not self.held:
+            raise SyncError("this process no longer holds the index-writer lease; the sync stopped before writing")
+
+    def call(self, make: Callable[[], Awaitable[T]]) -> T:
+        """Run a state-store coroutine on the lease's event loop from a sync thread (the sync
+        itself runs in a thread; the database pool belongs to the loop that opened it)."""
+        assert self._loop is not None, "call() needs a held lease"
+        future: Future[T] = asyncio.run_coroutine_threadsafe(_awaited(make), self._loop)
+        return future.result()
+
+
+async def _awaited(make: Callable[[], Awaitable[T]]) -> T:
+    return await make()
 
 
 @contextmanager
-def sync_lock(directory: Path) -> Iterator[None]:
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / "sync.lock", "a+") as handle:
+def writer_lease(settings: Settings, wait_s: float = 0.0) -> Iterator[WriterLease]:
+    """Hold the index-writer lease for the block, or raise SyncBusy when another process still
+    has it after wait_s (`make run` waits out the lease of a console that was just killed).
+
+    The state store's connection and the renewals live on an event loop in a background thread,
+    so this works from plain synchronous code."""
+    started: Future[WriterLease] = Future()
+    done = threading.Event()
+
+    async def hold() -> None:
+        db = await open_state(settings)
+        lease = WriterLease(db, settings)
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "?"
-            raise SyncBusy(f"another sync is running (pid {holder}); not starting a second one") from None
-        try:
-            handle.truncate(0)
-            handle.write(str(os.getpid()))
-            handle.flush()
-            yield
+            deadline = time.monotonic() + wait_s
+            while not await lease.try_acquire() and time.monotonic() < deadline:
+                await asyncio.sleep(min(lease.renew_s, max(0.0, deadline - time.monotonic())))
+            if not lease.held:
+                holder = await lease.current_holder() or "another process"
+                raise SyncBusy(f"{holder} is writing the index; not starting a second writer")
+            started.set_result(lease)
+            while not done.is_set():
+                await asyncio.sleep(0.05)
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            await lease.release()
+            await db.close()
+
+    def run() -> None:
+        try:
+            asyncio.run(hold())
+        except BaseException as exc:  # reported to the caller (when it is still waiting)
+            if not started.done():
+                started.set_exception(exc)
+
+    thread = threading.Thread(target=run, name="writer-lease", daemon=True)
+    thread.start()
+    try:
+        yield started.result()
+    finally:
+        done.set()
+        thread.join()

@@ -1,14 +1,12 @@
-"""Sync triggers inside one process: a coalescing runner, and the APScheduler job that drives it.
+"""The sync schedule: an APScheduler job on the worker's event loop that requests a sync.
 
-The scheduler fires every DOCSBOT_SYNC_INTERVAL_MINUTES (or on DOCSBOT_SYNC_CRON), with jitter so
-many bots do not hit the git server at once; max_instances=1 and coalesce=True keep a slow sync
-from piling up runs. Webhook pushes and folder changes call the same `SyncRunner.trigger`, which
-runs at most one sync at a time and queues at most one more, so a push during a sync is never lost.
+It fires every DOCSBOT_SYNC_INTERVAL_MINUTES (or on DOCSBOT_SYNC_CRON), with jitter so many bots
+do not hit the git server at once, and once at start. Firing only records a sync request (see
+`sync.worker`), so a slow sync never piles up runs: pending requests are folded into the next one.
 """
 from __future__ import annotations
 
-import asyncio
-import logging
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -17,47 +15,6 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from docsbot.settings import Settings
-from rag.embeddings import Embedder
-from sync.errors import SyncError
-from sync.report import SyncReport
-from sync.service import run_sync
-
-log = logging.getLogger("docsbot.sync")
-
-
-class SyncRunner:
-    """Runs `run_sync` in a worker thread; triggers during a run are folded into one more run."""
-
-    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
-        self.settings = settings
-        self.embedder = embedder
-        self.last: SyncReport | None = None
-        self.runs = 0  # syncs started by this runner
-        self._running = False
-        self._pending = False
-
-    async def trigger(self) -> None:
-        if self._running:
-            self._pending = True
-            return
-        self._running = True
-        try:
-            while True:
-                self._pending = False
-                await asyncio.to_thread(self._run_once)
-                if not self._pending:
-                    return
-        finally:
-            self._running = False
-
-    def _run_once(self) -> None:
-        self.runs += 1
-        try:
-            self.last = run_sync(self.settings, self.embedder)
-        except SyncError as exc:  # busy (another process syncs) or misconfigured: logged, retried next time
-            log.warning("sync not run: %s", exc)
-        except Exception:  # recorded in the index's status by run_sync; the scheduler keeps going
-            log.exception("sync failed; the index keeps its last good state")
 
 
 def schedule_trigger(settings: Settings) -> BaseTrigger:
@@ -73,11 +30,11 @@ def schedule_trigger(settings: Settings) -> BaseTrigger:
     return IntervalTrigger(minutes=settings.sync_interval_minutes, jitter=jitter)
 
 
-def start_scheduler(settings: Settings, runner: SyncRunner) -> AsyncIOScheduler:
-    """Start the periodic sync job on the running event loop; the first sync runs at once."""
+def start_scheduler(settings: Settings, fire: Callable[[], Awaitable[None]]) -> AsyncIOScheduler:
+    """Start the periodic job on the running event loop; it fires at once, then on schedule."""
     scheduler = AsyncIOScheduler(timezone=timezone.utc)
     scheduler.add_job(
-        runner.trigger, schedule_trigger(settings), id="docs-sync", max_instances=1, coalesce=True,
+        fire, schedule_trigger(settings), id="docs-sync", max_instances=1, coalesce=True,
         next_run_time=datetime.now(timezone.utc), misfire_grace_time=None,
     )
     scheduler.start()

@@ -16,19 +16,20 @@ import os
 import signal
 import time
 from dataclasses import fields
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sync.folder import folder_provenance
 from docsbot.settings import Settings
 from rag.embeddings import Embedder, make_embedder
 from rag.indexer import Provenance, chunking_signature
 from rag.store import Store
+from state.db import StateUnavailable
+from state.sync_status import SyncStatus
 from sync.changes import Scope, changes_between
 from sync.errors import SyncError
+from sync.folder import folder_provenance
 from sync.gitcmd import git, has_commit, is_ancestor, last_commits, redact, toplevel
-from sync.lock import sync_lock
+from sync.lock import WriterLease, writer_lease
 from sync.reindex import Applied, apply_paths, reconcile
 from sync.report import FileCounts, SyncReport
 from sync.workcopy import WorkCopy, is_local_uri, repo_url, work_dir
@@ -36,21 +37,25 @@ from sync.workcopy import WorkCopy, is_local_uri, repo_url, work_dir
 log = logging.getLogger("docsbot.sync")
 
 
-def run_sync(settings: Settings, embedder: Embedder | None = None) -> SyncReport:
-    """Run one sync now (synchronous; the bot calls it in a thread). Raises SyncBusy when another
-    sync holds the lock, and re-raises any failure after recording it in the index's status."""
+def run_sync(settings: Settings, embedder: Embedder | None = None, lease: WriterLease | None = None) -> SyncReport:
+    """Run one sync now (synchronous; the worker calls it in a thread) under the index-writer
+    lease: `lease` when the caller holds it, else taken for this sync (SyncBusy when another
+    process has it). The outcome is recorded in the state store; a failure is re-raised."""
+    if lease is None:
+        with writer_lease(settings) as held:
+            return run_sync(settings, embedder, held)
     store = Store(settings.data_dir)
-    with sync_lock(work_dir(settings)):
-        started = time.perf_counter()
-        try:
-            folder = local_folder(settings)
-            if folder is None:
-                report = _sync_git(settings, store, embedder, started)
-            else:
-                report = _sync_folder(settings, store, embedder, folder, started)
-        except Exception as exc:
-            _record_failure(store, exc)
-            raise
+    started = time.perf_counter()
+    try:
+        folder = local_folder(settings)
+        if folder is None:
+            report = _sync_git(settings, store, embedder, started, lease)
+        else:
+            report = _sync_folder(settings, store, embedder, folder, started, lease)
+    except Exception as exc:
+        _record_failure(lease, exc)
+        raise
+    _record(lease, ok=True, report=report.to_json())
     log.info("%s", report.render())
     return report
 
@@ -90,7 +95,9 @@ def index_signature(settings: Settings, embedder: Embedder, source: str) -> dict
     }
 
 
-def _sync_git(settings: Settings, store: Store, embedder: Embedder | None, started: float) -> SyncReport:
+def _sync_git(
+    settings: Settings, store: Store, embedder: Embedder | None, started: float, lease: WriterLease
+) -> SyncReport:
     copy = WorkCopy.from_settings(settings)
     head = copy.fetch()
     copy.checkout(head)
@@ -103,6 +110,7 @@ def _sync_git(settings: Settings, store: Store, embedder: Embedder | None, start
     rebuild = meta.get("sync_signature") != signature
     reason = _reconcile_reason(copy.path, root, meta, indexed, head, rebuild)
     report = SyncReport(commit_before=indexed, commit_after=head)
+    lease.check()
     _checkpoint(settings, "before-write")
     if reason:
         provenance = _provenance(last_commits(copy.path, subdir, head))
@@ -127,7 +135,7 @@ def _sync_git(settings: Settings, store: Store, embedder: Embedder | None, start
 
 
 def _sync_folder(
-    settings: Settings, store: Store, embedder: Embedder | None, folder: Path, started: float
+    settings: Settings, store: Store, embedder: Embedder | None, folder: Path, started: float, lease: WriterLease
 ) -> SyncReport:
     root = folder.resolve()
     embedder = embedder or make_embedder(settings)
@@ -135,6 +143,7 @@ def _sync_folder(
     signature = index_signature(settings, embedder, f"folder:{root}")
     rebuild = meta.get("sync_signature") != signature
     report = SyncReport()
+    lease.check()
     _checkpoint(settings, "before-write")
     applied = reconcile(store, embedder, settings, root, folder_provenance(root), rebuild)
     _fill(report, "reconcile", applied, "local folder")
@@ -185,10 +194,6 @@ def _checkpoint(settings: Settings, point: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 def _record_success(
     store: Store, report: SyncReport, signature: dict[str, Any], root: Path, started: float,
     commit: str | None, commit_date: str | None,
@@ -196,21 +201,19 @@ def _record_success(
     """Written after the chunks, in one metadata write: the commit is only claimed once its
     changes are in the index."""
     report.seconds = time.perf_counter() - started
-    at = _now()
-    store.set_meta(
-        commit=commit,
-        commit_date=commit_date,
-        sync_signature=signature,
-        docs_root=str(root.resolve()),
-        last_sync={"ok": True, "at": at, "error": None, "report": report.to_json()},
-        last_success_at=at,
-    )
+    store.set_meta(commit=commit, commit_date=commit_date, sync_signature=signature, docs_root=str(root.resolve()))
 
 
-def _record_failure(store: Store, exc: Exception) -> None:
+def _record_failure(lease: WriterLease, exc: Exception) -> None:
     message = redact(str(exc)) or type(exc).__name__
     log.warning("sync failed: %s", message)
+    _record(lease, ok=False, error=message)
+
+
+def _record(lease: WriterLease, ok: bool, report: dict[str, Any] | None = None, error: str | None = None) -> None:
+    """The outcome, for `docsbot status` on any process; a state store that cannot be reached
+    loses only this line of status (the log has it)."""
     try:
-        store.set_meta(last_sync={"ok": False, "at": _now(), "error": message, "report": None})
-    except Exception as meta_exc:  # the store itself may be what failed; the log has the error
-        log.warning("could not record the failed sync in the index: %s", redact(str(meta_exc)))
+        lease.call(lambda: SyncStatus(lease.db).record(ok, report, error))
+    except StateUnavailable as exc:
+        log.warning("could not record the sync's outcome: %s", exc)

@@ -1,20 +1,57 @@
-"""What `docsbot status` and `/docs status` show: the indexed commit, counts, the last sync."""
+"""What `docsbot status` and `/docs status` show: the indexed commit and counts (from the index),
+the last sync's outcome, the writer holding the lease and the waiting requests (state store)."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from docsbot.settings import Settings
 from rag.store import Store
+from state.db import StateDB, StateUnavailable, open_state
+from state.leases import Leases
+from state.sync_requests import SyncRequests
+from state.sync_status import SyncStatus, iso
+from sync.lock import INDEX_WRITER
 
 
-def read_status(store: Store) -> dict[str, Any]:
+async def recorded_status(db: StateDB) -> dict[str, Any]:
+    """The state store's part of the status; when it cannot be read, says so instead."""
+    try:
+        recorded = await SyncStatus(db).read()
+        lease = await Leases(db).current(INDEX_WRITER)
+        recorded["writer"] = lease.holder if lease else None
+        recorded["writer_since"] = iso(lease.acquired_at) if lease else None
+        recorded["pending_requests"] = await SyncRequests(db).pending()
+    except StateUnavailable as exc:
+        return {"last_sync": None, "last_success_at": None, "state_error": str(exc)}
+    return recorded
+
+
+def read_status(store: Store, recorded: dict[str, Any]) -> dict[str, Any]:
+    """Blocking (reads the index): run it in a thread from async code."""
     meta = store.meta()
     return {
         "commit": meta.get("commit"),
         "commit_date": meta.get("commit_date"),
         **store.counts(),
-        "last_sync": meta.get("last_sync"),
-        "last_success_at": meta.get("last_success_at"),
+        **recorded,
     }
+
+
+async def current_status(store: Store, db: StateDB) -> dict[str, Any]:
+    return await asyncio.to_thread(read_status, store, await recorded_status(db))
+
+
+def load_status(settings: Settings) -> dict[str, Any]:
+    """The whole status, from synchronous code (`docsbot status`)."""
+    async def load() -> dict[str, Any]:
+        db = await open_state(settings)
+        try:
+            return await current_status(Store(settings.data_dir), db)
+        finally:
+            await db.close()
+
+    return asyncio.run(load())
 
 
 def render_status(status: dict[str, Any]) -> str:
@@ -24,7 +61,9 @@ def render_status(status: dict[str, Any]) -> str:
         f"documents: {status['documents']}, chunks: {status['chunks']}",
     ]
     last = status["last_sync"]
-    if last is None:
+    if "state_error" in status:
+        lines.append(f"last sync: unknown ({status['state_error']})")
+    elif last is None:
         lines.append("last sync: never")
     elif last["ok"]:
         report = last["report"]
@@ -35,4 +74,7 @@ def render_status(status: dict[str, Any]) -> str:
     else:
         lines.append(f"last sync: FAILED at {last['at']}: {last['error']}")
         lines.append(f"last successful sync: {status['last_success_at'] or 'never'}")
+    if "writer" in status:
+        writer = f"{status['writer']} (since {status['writer_since']})" if status["writer"] else "none running"
+        lines.append(f"sync worker: {writer}; requests waiting: {status['pending_requests']}")
     return "\n".join(lines)

@@ -2,12 +2,12 @@
 
 GitHub signs the raw body: `X-Hub-Signature-256: sha256=<HMAC-SHA256(secret, body)>`; GitLab sends
 the secret itself in `X-Gitlab-Token`. Both are compared in constant time. No secret configured
-means every request is refused (503): an open endpoint would let anyone trigger syncs. The sync
-runs in the background and the response (202) does not wait for it.
+means every request is refused (503): an open endpoint would let anyone trigger syncs. A valid
+push only records a sync request (202) for the sync worker; when the state store cannot record it
+the answer is 503, so the git host shows the failed delivery and can redeliver it.
 """
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from aiohttp import web
 
 from docsbot.settings import Settings
+from state.db import StateUnavailable
 
 log = logging.getLogger("docsbot.sync")
 
@@ -46,8 +47,7 @@ def pushed_ref(body: bytes) -> str | None:
 def webhook_route(
     settings: Settings, trigger: Callable[[], Awaitable[None]], path: str = HOOK_PATH
 ) -> web.RouteDef:
-    """The aiohttp route; mount it with `app.add_routes([webhook_route(settings, runner.trigger)])`."""
-    background: set[asyncio.Task] = set()
+    """The aiohttp route; `trigger` records a sync request (and returns once it is recorded)."""
 
     async def handle(request: web.Request) -> web.Response:
         if settings.webhook_secret is None:
@@ -64,9 +64,11 @@ def webhook_route(
         ref = pushed_ref(body)
         if settings.branch and ref and ref != f"refs/heads/{settings.branch}":
             return web.json_response({"ignored": f"push to {ref}, not {settings.branch}"}, status=202)
-        task = asyncio.create_task(trigger())
-        background.add(task)
-        task.add_done_callback(background.discard)
-        return web.json_response({"sync": "started"}, status=202)
+        try:
+            await trigger()
+        except StateUnavailable as exc:
+            log.warning("push webhook not recorded: %s", exc)
+            return web.json_response({"error": "the sync request could not be recorded; redeliver later"}, status=503)
+        return web.json_response({"sync": "requested"}, status=202)
 
     return web.post(path, handle)

@@ -1,12 +1,19 @@
 """Shared fixtures: the real embedding model (loaded once), isolated settings, the sample docs
-indexed once into a real LanceDB directory, and an OpenAI-compatible stand-in server."""
+indexed once into a real LanceDB directory, an OpenAI-compatible stand-in server, and state
+databases (SQLite, and a fresh Postgres database per test)."""
 from __future__ import annotations
 
 import os
 import shutil
+import socket
+import subprocess
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
+from sqlalchemy.engine import make_url
 
 from sync.folder import index_folder
 from docsbot.settings import Settings
@@ -18,6 +25,9 @@ from tests.standins.openai_server import OpenAIStandIn
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = REPO / "docs-sync"
 SHARED = REPO.parent / "shared"
+# Read at import: `_clean_env` removes every DOCSBOT_* variable before each test.
+TEST_DATABASE_URL = os.environ.get("DOCSBOT_TEST_DATABASE_URL", "")
+_postgres_note: list[str] = []  # why Postgres-parametrised tests ran on SQLite, if they did
 
 
 @pytest.fixture(autouse=True)
@@ -68,3 +78,73 @@ def openai_standin() -> OpenAIStandIn:
     server = OpenAIStandIn().start()
     yield server
     server.stop()
+
+
+# -- State databases ------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _throwaway_postgres(folder: Path) -> tuple[str, Path] | None:
+    """Start a private server from the Postgres binaries (initdb/pg_ctl); None when impossible
+    (no binaries, or running as root, which initdb refuses)."""
+    if not (shutil.which("initdb") and shutil.which("pg_ctl")):
+        _postgres_note.append("no DOCSBOT_TEST_DATABASE_URL and no Postgres binaries")
+        return None
+    data, port = folder / "data", _free_port()
+    try:
+        subprocess.run(["initdb", "-D", str(data), "-U", "postgres", "-A", "trust"], check=True, capture_output=True)
+        subprocess.run(
+            ["pg_ctl", "-D", str(data), "-w", "-l", str(folder / "log"),
+             "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1"],
+            check=True, capture_output=True,
+        )
+    except subprocess.CalledProcessError as exc:
+        why = (exc.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
+        _postgres_note.append(f"no DOCSBOT_TEST_DATABASE_URL and a throwaway server failed to start ({why})")
+        return None
+    return f"postgresql://postgres@127.0.0.1:{port}/postgres", data
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
+    """An admin URL of a Postgres server: DOCSBOT_TEST_DATABASE_URL, else a throwaway server, else None."""
+    if TEST_DATABASE_URL:
+        yield TEST_DATABASE_URL
+        return
+    server = _throwaway_postgres(tmp_path_factory.mktemp("postgres"))
+    yield server[0] if server else None
+    if server:
+        subprocess.run(["pg_ctl", "-D", str(server[1]), "-m", "immediate", "stop"], capture_output=True)
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str | None, tmp_path: Path) -> Iterator[str]:
+    """A freshly created Postgres database with a random name, dropped afterwards (tests run
+    in parallel with other checkouts' tests on the same server). Without Postgres: a SQLite file."""
+    if postgres_server is None:
+        yield f"sqlite:///{tmp_path / 'state-instead-of-postgres.db'}"
+        return
+    admin = make_url(postgres_server)
+    name = f"docsbot_test_{uuid.uuid4().hex[:12]}"
+    conninfo = admin.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield admin.set(database=name).render_as_string(hide_password=False)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The state database URL, once per backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'state.db'}"
+    return request.getfixturevalue("postgres_url")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _postgres_note:
+        terminalreporter.write_line(f"Postgres: {_postgres_note[0]}; Postgres-parametrised tests ran on SQLite")

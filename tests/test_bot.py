@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import shutil
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,11 +18,14 @@ from pydantic import SecretStr
 from bot import demo
 from bot.blocks import ANSWER_IN_DM, FEEDBACK_DOWN, FEEDBACK_UP, THINKING
 from bot.deliveries import buttons
-from bot.docs_sync import sync_now, webhook_routes
+from bot.cli import sync_side
+from bot.docs_sync import webhook_routes
 from bot.local import LocalSlack, local_slack
 from bot.standin import Failure, visible_text
 from rag.engine import Engine
 from rag.generation import make_generator
+from state.db import open_state
+from state.sync_requests import SyncRequests
 from tests.conftest import SAMPLE_DOCS
 from tests.standins.openai_server import Failure as OpenAIFailure
 from tests.standins.openai_server import OpenAIStandIn
@@ -132,17 +137,37 @@ async def test_slash_command_help_and_status(local: LocalSlack) -> None:
     assert all(r["response_type"] == "ephemeral" for r in local.standin.responses)
 
 
-async def test_docs_sync_is_for_admins_and_reports_its_summary(sample_engine: Engine) -> None:
-    settings = sample_engine.settings.model_copy(update={"docs_dir": str(SAMPLE_DOCS)})
+async def test_docs_sync_is_for_admins_and_requests_a_sync_that_the_worker_runs(
+    sample_engine: Engine, tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    shutil.copytree(SAMPLE_DOCS, docs)
+    settings = sample_engine.settings.model_copy(update={"docs_dir": str(docs), "sync_interval_minutes": 60})
     engine = dataclasses.replace(sample_engine, settings=settings)
-    async with local_slack(settings, engine, run_sync=sync_now(settings, engine)) as local:
+    async with sync_side(settings, engine, with_worker=True) as side, \
+            local_slack(settings, engine, run_sync=side.command, state=side.db) as local:
         await local.slack.command(demo.BOB, demo.GENERAL, "sync")
         await local.settle()
         assert "Only the admins" in local.standin.responses[-1]["text"]
+        await until(lambda: side.requests.pending(), 0)  # the worker's first (scheduled) sync is done
+        (docs / "parking.md").write_text("# Parking\n\nVisitors park on level -2.\n")
+        started = time.monotonic()
         await local.slack.command(demo.ALICE, demo.GENERAL, "sync")
         await local.settle()
-        summary = visible_text(local.standin.responses[-1])
-        assert "Sync done" in summary and "23 unchanged" in summary
+        assert "Sync requested" in visible_text(local.standin.responses[-1])
+        assert time.monotonic() - started < 2  # answered at once, not after the sync
+        await until(lambda: side.requests.pending(), 0)
+        await local.slack.command(demo.ALICE, demo.GENERAL, "status")
+        await local.settle()
+        status = visible_text(local.standin.responses[-1])
+        assert "documents: 24" in status and "1 added" in status and "requests waiting: 0" in status
+
+
+async def until(read: Callable[[], Awaitable[object]], expected: object, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while await read() != expected:
+        assert time.monotonic() < deadline, f"still {await read()!r}"
+        await asyncio.sleep(0.1)
 
 
 async def test_slash_command_without_a_question_opens_a_form_that_asks(local: LocalSlack) -> None:
@@ -390,9 +415,12 @@ async def test_a_dm_mention_delivered_as_two_events_is_answered_once(local: Loca
     assert "VPN Setup" in visible_text(update)
 
 
-async def test_the_git_webhook_is_served_by_the_bots_http_app(sample_engine: Engine) -> None:
+async def test_the_git_webhook_is_served_by_the_bots_http_app(sample_engine: Engine, tmp_path: Path) -> None:
     settings = sample_engine.settings.model_copy(update={"webhook_secret": SecretStr("hook-secret")})
-    async with local_slack(settings, sample_engine, routes=webhook_routes(settings, sample_engine)) as local:
+    db = await open_state(f"sqlite:///{tmp_path / 'state.db'}")
+    routes = webhook_routes(settings, SyncRequests(db))
+    async with local_slack(settings, sample_engine, routes=routes) as local:
         async with local.slack.session.post(local.base_url + "/hooks/git", data=b"{}",
                                             headers={"X-Hub-Signature-256": "sha256=0"}) as response:
             assert response.status == 401  # mounted, and checking signatures
+    await db.close()

@@ -1,5 +1,5 @@
 """`docsbot sync` against real git repositories made in a temp dir: renames, deletes, binary
-files, level changes, rewritten history, a killed sync, the lock, fetch failures, the CLI."""
+files, level changes, rewritten history, a killed sync, the writer lease, fetch failures, the CLI."""
 from __future__ import annotations
 
 import json
@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from rag.store import Store
 from sync.errors import SyncBusy
 from sync.gitcmd import GitError
 from sync.service import run_sync
-from sync.status import read_status
+from sync.status import load_status
 from sync.workcopy import work_dir
 from tests.test_sync_support import assert_same_index, new_repo, sync_settings
 
@@ -62,8 +63,12 @@ FILES = {"handbook/vacation.md": VACATION, "handbook/expenses.md": EXPENSES,
 
 
 def synced_equals_rebuild(settings, source: Path, commit_id: str, tmp: Path, embedder: LocalMiniLM) -> None:
-    assert read_status(Store(settings.data_dir))["commit"] == commit_id
+    assert indexed_commit(settings) == commit_id
     assert_same_index(settings.data_dir, rebuild_at(settings, source, commit_id, tmp / "ref", embedder))
+
+
+def indexed_commit(settings) -> str | None:
+    return Store(settings.data_dir).meta().get("commit")
 
 
 def text_hashes(settings) -> set[str]:
@@ -176,39 +181,43 @@ async def test_killed_sync_keeps_answering_and_the_next_sync_converges(tmp_path:
     assert done.returncode == -signal.SIGKILL, done.stderr
     commit_id, text = await cited()
     assert commit_id == c1 and "25" in text
-    assert read_status(Store(settings.data_dir))["commit"] == c1
+    assert indexed_commit(settings) == c1
 
     # Killed after the chunks were written, before the commit was recorded.
     done = sync_process(settings, kill_at="after-write")
     assert done.returncode == -signal.SIGKILL, done.stderr
     commit_id, text = await cited()
     assert commit_id == c2 and "30" in text  # one atomic write: all of the new state
-    assert read_status(Store(settings.data_dir))["commit"] == c1  # not claimed yet
+    assert indexed_commit(settings) == c1  # not claimed yet
 
     report = run_sync(settings, embedder)  # the next sync re-applies the diff; every vector is cached
     assert (report.commit_before, report.modified, report.chunks_embedded) == (c1, 1, 0)
     synced_equals_rebuild(settings, source, c2, tmp_path, embedder)
 
 
-def test_a_second_sync_is_refused_while_one_holds_the_lock(tmp_path: Path, embedder: LocalMiniLM) -> None:
+def test_a_second_sync_is_refused_while_another_process_holds_the_writer_lease(
+    tmp_path: Path, embedder: LocalMiniLM
+) -> None:
     source = new_repo(tmp_path / "upstream")
-    settings = sync_settings(tmp_path, source)
+    settings = sync_settings(tmp_path, source, sync_lease_ttl_s=2.0, sync_lease_renew_s=0.3)
     c1 = commit_files(source, {"ops/oncall.md": ONCALL})
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from sync.lock import sync_lock\n"
-         "with sync_lock(Path(sys.argv[1])):\n    print('locked', flush=True); time.sleep(60)",
-         str(work_dir(settings))],
+        [sys.executable, "-c", "import time; from docsbot.settings import Settings; from sync.lock import writer_lease\n"
+         "with writer_lease(Settings(_env_file=None)):\n    print('held', flush=True); time.sleep(60)"],
+        env={**os.environ, "DOCSBOT_DATA_DIR": settings.data_dir, "DOCSBOT_SYNC_LEASE_TTL_S": "2",
+             "DOCSBOT_SYNC_LEASE_RENEW_S": "0.3"},
         stdout=subprocess.PIPE, text=True,
     )
     try:
-        assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(SyncBusy, match=f"pid {holder.pid}"):
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(SyncBusy, match=f":{holder.pid}:.* is writing the index"):
             run_sync(settings, embedder)
-        assert read_status(Store(settings.data_dir))["last_sync"] is None  # nothing recorded or written
+        assert load_status(settings)["last_sync"] is None  # nothing recorded or written
     finally:
         holder.kill()
         holder.wait()
-    assert run_sync(settings, embedder).commit_after == c1  # the kernel released the dead holder's lock
+    time.sleep(settings.sync_lease_ttl_s)  # the dead holder's lease expires
+    assert run_sync(settings, embedder).commit_after == c1
 
 
 def test_fetch_failure_keeps_the_index_and_never_shows_the_token(
@@ -219,14 +228,14 @@ def test_fetch_failure_keeps_the_index_and_never_shows_the_token(
     settings = sync_settings(tmp_path, source)
     c1 = commit_files(source, FILES)
     run_sync(settings, embedder)
-    before = read_status(Store(settings.data_dir))
+    before = load_status(settings)
 
     token = "ghp_s3cretT0ken"
     remote = f"https://docsbot:{token}@127.0.0.1:9/team/docs.git"  # nothing listens on port 9
     failing = settings.model_copy(update={"repo": SecretStr(remote), "sync_fetch_retries": 1})
     with pytest.raises(GitError) as failure:
         run_sync(failing, embedder)
-    status = read_status(Store(settings.data_dir))
+    status = load_status(settings)
     assert status["last_sync"]["ok"] is False and "git fetch failed" in status["last_sync"]["error"]
     assert (status["commit"], status["documents"], status["chunks"]) == (c1, before["documents"], before["chunks"])
     assert "retry 1/1" in caplog.text  # retried with backoff before giving up
@@ -237,13 +246,13 @@ def test_fetch_failure_keeps_the_index_and_never_shows_the_token(
     assert main(["sync", "--repo", remote]) == 2
     err = capsys.readouterr().err
     assert err.startswith("docsbot: error: git fetch failed") and len(err.strip().splitlines()) == 1
-    for text in (str(failure.value), json.dumps(read_status(Store(settings.data_dir))), caplog.text, err):
+    for text in (str(failure.value), json.dumps(load_status(settings)), caplog.text, err):
         assert token not in text
 
     missing_branch = settings.model_copy(update={"branch": "no-such-branch"})
     with pytest.raises(GitError, match="no-such-branch"):
         run_sync(missing_branch, embedder)
-    assert read_status(Store(settings.data_dir))["commit"] == c1
+    assert indexed_commit(settings) == c1
 
 
 def test_cli_sync_and_status_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:

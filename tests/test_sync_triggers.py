@@ -1,11 +1,13 @@
-"""What starts a sync: the push webhook (real HTTP on a local port), the scheduler, the folder
-watcher, and the runner that keeps them to one sync at a time."""
+"""What starts a sync: the push webhook (real HTTP on a local port), the scheduler and the folder
+watcher all record sync requests, which the sync worker holding the writer lease runs."""
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import hmac
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiohttp
@@ -14,13 +16,15 @@ from aiohttp import web
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from docsbot.settings import Settings
 from eval.bench_sync import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.store import Store
-from sync.scheduler import SyncRunner, schedule_trigger, start_scheduler
-from sync.status import read_status
-from sync.watcher import watch_folder
+from state.db import open_state
+from state.sync_requests import SyncRequests
+from sync.scheduler import schedule_trigger
 from sync.webhook import webhook_route
+from sync.worker import SyncWorker
 from tests.conftest import make_settings
 from tests.test_sync_support import new_repo, sync_settings
 
@@ -33,6 +37,24 @@ async def until(condition, timeout: float = 60.0) -> None:
     while not condition():
         assert asyncio.get_running_loop().time() < deadline, "timed out"
         await asyncio.sleep(0.1)
+
+
+@asynccontextmanager
+async def running_worker(settings: Settings, embedder: LocalMiniLM, watch: Path | None = None) -> AsyncIterator[SyncWorker]:
+    db = await open_state(settings)
+    worker = SyncWorker(settings, db, embedder, watch)
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    try:
+        yield worker
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+        await db.close()
+
+
+def indexed_commit(store: Store) -> str | None:
+    return store.meta().get("commit")
 
 
 async def serve(route: web.RouteDef) -> tuple[web.AppRunner, str]:
@@ -50,13 +72,14 @@ def github_signature(body: bytes, secret: str = SECRET) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-async def test_webhook_starts_a_sync_only_with_a_valid_signature(tmp_path: Path, embedder: LocalMiniLM) -> None:
+async def test_webhook_requests_a_sync_only_with_a_valid_signature(tmp_path: Path, embedder: LocalMiniLM) -> None:
     source = new_repo(tmp_path / "upstream")
     c1 = commit_files(source, {"ops/oncall.md": "# On-call\n\nPages are answered within 15 minutes.\n"})
-    settings = sync_settings(tmp_path, source, webhook_secret=SECRET, branch="main")
-    runner = SyncRunner(settings, embedder)
-    app, url = await serve(webhook_route(settings, runner.trigger))
-    store = Store(settings.data_dir)
+    settings = sync_settings(tmp_path, source, webhook_secret=SECRET, branch="main", sync_interval_minutes=60)
+    db = await open_state(settings)
+    requests = SyncRequests(db)
+    app, url = await serve(webhook_route(settings, lambda: requests.request("webhook")))
+    store = Store(settings.data_dir, refresh_s=0)
     try:
         async with aiohttp.ClientSession() as http:
             refused = [
@@ -71,18 +94,37 @@ async def test_webhook_starts_a_sync_only_with_a_valid_signature(tmp_path: Path,
             async with http.post(url, data=json.dumps({"ref": "refs/heads/other"}).encode(),
                                  headers={"X-Gitlab-Token": SECRET}) as response:
                 assert response.status == 202 and "ignored" in await response.json()
-            await asyncio.sleep(0.3)
-            assert runner.runs == 0 and not store.exists()
+            assert await requests.pending() == 0
 
             async with http.post(url, data=PUSH, headers={"X-Hub-Signature-256": github_signature(PUSH),
                                                           "X-GitHub-Event": "push"}) as response:
-                assert response.status == 202
-            await until(lambda: read_status(store)["commit"] == c1)
+                assert response.status == 202 and await response.json() == {"sync": "requested"}
+            assert await requests.pending() == 1  # recorded before the answer; nothing synced here
+            assert not store.exists()
+            async with running_worker(settings, embedder) as worker:
+                await until(lambda: indexed_commit(store) == c1)
+                c2 = commit_files(source, {"ops/oncall.md": "# On-call\n\nPages are answered within 10 minutes.\n"})
+                async with http.post(url, data=PUSH, headers={"X-Gitlab-Token": SECRET}) as response:
+                    assert response.status == 202
+                await until(lambda: indexed_commit(store) == c2)
+                assert worker.runs <= 3  # the first request and the schedule's were folded into one run
+    finally:
+        await app.cleanup()
+        await db.close()
 
-            c2 = commit_files(source, {"ops/oncall.md": "# On-call\n\nPages are answered within 10 minutes.\n"})
+
+async def test_a_webhook_that_cannot_be_recorded_fails_so_the_git_host_redelivers(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "index", webhook_secret=SECRET, database_url="postgresql://nobody@127.0.0.1:9/x")
+
+    async def record() -> None:
+        db = await open_state(settings)  # the state store is down
+        await SyncRequests(db).request("webhook")
+
+    app, url = await serve(webhook_route(settings, record))
+    try:
+        async with aiohttp.ClientSession() as http:
             async with http.post(url, data=PUSH, headers={"X-Gitlab-Token": SECRET}) as response:
-                assert response.status == 202
-            await until(lambda: read_status(store)["commit"] == c2)
+                assert response.status == 503 and "redeliver" in (await response.json())["error"]
     finally:
         await app.cleanup()
 
@@ -112,46 +154,41 @@ def test_schedule_is_an_interval_or_a_cron_expression_with_jitter(tmp_path: Path
         schedule_trigger(make_settings(tmp_path, sync_cron="*/15 * *"))
 
 
-async def test_scheduler_syncs_at_once_and_triggers_coalesce(tmp_path: Path, embedder: LocalMiniLM) -> None:
+async def test_the_worker_syncs_at_once_and_folds_requests_into_one_more_run(
+    tmp_path: Path, embedder: LocalMiniLM
+) -> None:
     source = new_repo(tmp_path / "upstream")
     c1 = commit_files(source, {"ops/oncall.md": "# On-call\n\nHand over on Mondays.\n"})
     settings = sync_settings(tmp_path, source, sync_interval_minutes=60)
-    runner = SyncRunner(settings, embedder)
-    scheduler = start_scheduler(settings, runner)
-    try:
-        await until(lambda: runner.last is not None)
-        assert runner.last.commit_after == c1
-    finally:
-        scheduler.shutdown(wait=False)
-    # Five triggers while idle-then-busy: one sync, plus one queued run for all the others.
-    runs = runner.runs
-    await asyncio.gather(*(runner.trigger() for _ in range(5)))
-    assert runner.runs - runs == 2
+    async with running_worker(settings, embedder) as worker:
+        await until(lambda: worker.last is not None)  # the schedule fires once at start
+        assert worker.last.commit_after == c1 and worker.runs == 1
+        c2 = commit_files(source, {"ops/oncall.md": "# On-call\n\nHand over on Tuesdays.\n"})
+        await asyncio.gather(*(worker.requests.request("command") for _ in range(5)))
+        await until(lambda: worker.last.commit_after == c2)
+        while await worker.requests.pending():
+            await asyncio.sleep(0.1)
+        assert worker.runs <= 3  # five requests: one run, or two when a sync started between them
 
 
-async def test_watcher_reindexes_only_changed_files_of_a_local_folder(tmp_path: Path, embedder: LocalMiniLM) -> None:
+async def test_the_watcher_reindexes_only_changed_files_of_a_local_folder(tmp_path: Path, embedder: LocalMiniLM) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# Alpha\n\nThe alpha service restarts nightly at 02:00.\n")
     (docs / "b.md").write_text("# Beta\n\nThe beta queue drains every ten minutes.\n")
-    settings = make_settings(tmp_path / "index", docs_dir=str(docs), default_level="team")
-    runner = SyncRunner(settings, embedder)
-    await runner.trigger()
-    store = Store(settings.data_dir)
-    assert runner.last.added == 2 and store.counts()["documents"] == 2
-    stop = asyncio.Event()
-    watcher = asyncio.create_task(watch_folder(docs, runner.trigger, 100, stop))
-    try:
+    settings = make_settings(tmp_path / "index", docs_dir=str(docs), default_level="team", watch_debounce_ms=100,
+                             sync_interval_minutes=60)
+    store = Store(settings.data_dir, refresh_s=0)
+    async with running_worker(settings, embedder, watch=docs) as worker:
+        await until(lambda: worker.last is not None)
+        assert worker.last.added == 2 and store.counts()["documents"] == 2
         await asyncio.sleep(0.5)  # the watcher is running
         calls = embedder.calls
         (docs / "b.md").write_text("# Beta\n\nThe beta queue drains every five minutes.\n")
         (docs / "c.md").write_text("# Gamma\n\nGamma backups are kept for 30 days.\n")
-        await until(lambda: store.counts()["documents"] == 3 and runner.last.modified == 1)
-        assert (runner.last.added, runner.last.unchanged) == (1, 1)
+        await until(lambda: store.counts()["documents"] == 3 and worker.last.modified == 1)
+        assert (worker.last.added, worker.last.unchanged) == (1, 1)
         assert embedder.calls - calls == 2  # b.md's new text and c.md; a.md untouched
         (docs / "a.md").unlink()
         await until(lambda: store.counts()["documents"] == 2)
-        assert runner.last.deleted == 1
-    finally:
-        stop.set()
-        await asyncio.wait_for(watcher, 10)
+        await until(lambda: worker.last.deleted == 1)

@@ -89,5 +89,4 @@ async def _sync(services: Services, user: str, respond: AsyncRespond) -> None:
     elif services.run_sync is None:
         await respond(response_type="ephemeral", text="Syncing isn't set up in this deployment.")
     else:
-        await respond(response_type="ephemeral", text="Syncing the docs…")
         await respond(response_type="ephemeral", **blocks.notice(await services.run_sync()))

@@ -1,0 +1,178 @@
+"""Where the state database is, how to connect to it, and keeping its schema current.
+
+Everything dialect-specific lives here, in one place: plain URLs (`postgresql://…`,
+`sqlite:///path`) are mapped to the drivers we ship (psycopg 3, aiosqlite/pysqlite), and SQLite
+connections get WAL, a busy timeout, foreign keys and `BEGIN IMMEDIATE` transactions. The last
+makes a SQLite transaction take the write lock when it starts, so a read-then-write transaction
+serializes against other processes the way `SELECT … FOR UPDATE` does on Postgres: the
+repositories are written once, for both.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, ProgrammingError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from docsbot.errors import UserError
+from docsbot.settings import Settings
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 5000
+# A Postgres that does not answer must not hold a Slack ack (3 s budget) for long.
+POSTGRES_CONNECT_TIMEOUT_S = 3
+# Errors that mean "the database cannot be reached (or is locked)", not "the request was wrong".
+UNREACHABLE = (OperationalError, InterfaceError, OSError)
+
+
+class StateUnavailable(RuntimeError):
+    """The state database cannot be reached; callers decide (dedupe fails open, votes ask to retry)."""
+
+
+def database_url(settings: Settings) -> str:
+    """DOCSBOT_DATABASE_URL, else a SQLite file beside a local index, else in the work dir."""
+    if settings.database_url is not None:
+        return settings.database_url.get_secret_value()
+    if "://" not in settings.data_dir:
+        folder = Path(settings.data_dir)
+    elif settings.work_dir:
+        folder = Path(settings.work_dir)
+    else:
+        raise UserError(
+            "DOCSBOT_DATA_DIR is a URI, so the state database cannot live beside the index: "
+            "set DOCSBOT_DATABASE_URL (postgresql://…) or DOCSBOT_WORK_DIR (for a local SQLite file)"
+        )
+    return f"sqlite:///{(folder / 'state.db').resolve()}"
+
+
+def redacted(url: str) -> str:
+    """The URL with its password hidden, for messages."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _driver_url(url: str, *, is_async: bool) -> URL:
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "postgresql":
+        return parsed.set(drivername="postgresql+psycopg")
+    if backend == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        return parsed.set(drivername="sqlite+aiosqlite" if is_async else "sqlite+pysqlite")
+    raise UserError(f"unsupported DOCSBOT_DATABASE_URL scheme {parsed.drivername!r} (use postgresql:// or sqlite:///)")
+
+
+def _engine_options(url: URL) -> dict[str, Any]:
+    if url.get_backend_name() == "postgresql":
+        return {"pool_pre_ping": True, "connect_args": {"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S}}
+    return {}
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    """WAL, busy timeout, foreign keys, and transactions that take the write lock at BEGIN."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves, below
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _sync_engine(url: str) -> Engine:
+    driver = _driver_url(url, is_async=False)
+    engine = create_engine(driver, **_engine_options(driver))
+    if driver.get_backend_name() == "sqlite":
+        _configure_sqlite(engine)
+    return engine
+
+
+def _async_engine(url: str) -> AsyncEngine:
+    driver = _driver_url(url, is_async=True)
+    engine = create_async_engine(driver, **_engine_options(driver))
+    if driver.get_backend_name() == "sqlite":
+        _configure_sqlite(engine.sync_engine)
+    return engine
+
+
+def alembic_config(connection: Any = None) -> Config:
+    """Alembic's configuration, built in code: the scripts are package data, no alembic.ini."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    return config
+
+
+def migrate(url: str) -> str:
+    """Bring the schema to the latest revision (a no-op when it is there); returns that revision.
+
+    Two processes starting on an empty Postgres at once both try to create the tables; the loser's
+    transaction fails on the duplicate and is simply retried, finding the schema current."""
+    engine = _sync_engine(url)
+    try:
+        for attempt in range(3):
+            try:
+                with engine.begin() as connection:
+                    command.upgrade(alembic_config(connection), "head")
+                    return MigrationContext.configure(connection).get_current_revision() or ""
+            except (IntegrityError, ProgrammingError):
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+    except UNREACHABLE as exc:
+        raise unavailable(redacted(url), exc) from None
+    finally:
+        engine.dispose()
+
+
+def unavailable(name: str, exc: BaseException) -> StateUnavailable:
+    """One line naming the database (password hidden) and the driver's first line of reason."""
+    lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return StateUnavailable(f"state database {name} is unavailable: {lines[0] if lines else type(exc).__name__}")
+
+
+@dataclass
+class StateDB:
+    """One process's connection pool to the state database."""
+
+    engine: AsyncEngine
+    session: async_sessionmaker[AsyncSession]
+    # Shown in messages; the password is already hidden.
+    name: str
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[AsyncSession]:
+        """A session inside one transaction (committed on exit); an unreachable or locked
+        database raises StateUnavailable instead of a driver error."""
+        try:
+            async with self.session() as session, session.begin():
+                yield session
+        except UNREACHABLE as exc:
+            raise unavailable(self.name, exc) from None
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+async def open_state(settings_or_url: Settings | str) -> StateDB:
+    """Connect, and migrate the schema to the latest revision first (once per process)."""
+    url = settings_or_url if isinstance(settings_or_url, str) else database_url(settings_or_url)
+    await asyncio.to_thread(migrate, url)
+    engine = _async_engine(url)
+    return StateDB(engine, async_sessionmaker(engine, expire_on_commit=False), redacted(url))

@@ -1,0 +1,50 @@
+"""Per-user sliding-window rate limits shared by every replica (6/min means 6/min in total).
+
+One row per user holds the times of their recent questions. A take locks that row (`SELECT … FOR
+UPDATE`; on SQLite the transaction holds the write lock from BEGIN), so two replicas taking at
+the same moment are serialized and cannot both pass the limit."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from sqlalchemy import JSON, String
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Mapped, mapped_column
+
+from state.db import StateDB
+from state.schema import Base
+
+
+class RateWindow(Base):
+    __tablename__ = "rate_windows"
+
+    user_id: Mapped[str] = mapped_column(String, primary_key=True)
+    stamps: Mapped[list[float]] = mapped_column(JSON)  # epoch seconds of takes inside the window
+
+
+class RateLimit:
+    def __init__(self, db: StateDB, clock: Callable[[], float] = time.time) -> None:
+        self.db = db
+        self._clock = clock
+
+    async def take(self, user: str, per_minute: int, window_s: float = 60.0) -> float:
+        """0 when `user` may ask now (and counts it), else seconds until they may."""
+        for attempt in range(2):
+            try:
+                async with self.db.begin() as session:
+                    row = await session.get(RateWindow, user, with_for_update=True)
+                    now = self._clock()
+                    if row is None:
+                        session.add(RateWindow(user_id=user, stamps=[now]))
+                        return 0.0
+                    recent = [t for t in row.stamps if t > now - window_s]
+                    if len(recent) >= per_minute:
+                        return recent[0] + window_s - now
+                    row.stamps = [*recent, now]
+                    return 0.0
+            except IntegrityError:
+                # Another replica created this user's row at the same moment: lock it this time.
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")

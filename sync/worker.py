@@ -1,0 +1,125 @@
+"""The sync worker (`docsbot sync --watch`, and in-process under `docsbot run`): the only writer
+of the index.
+
+It waits for the index-writer lease (a second worker is a hot standby), then, while it holds
+it, runs one sync per batch of sync requests. Every trigger is a request in the state store:
+the webhook and `/docs sync` on any replica, the schedule and the file watcher here. Requests
+recorded during a sync stay pending and are claimed by the next one, so none is dropped; a
+request a killed worker had claimed is claimed again by the standby that takes over.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import suppress
+from functools import partial
+from collections.abc import Awaitable
+from pathlib import Path
+
+from docsbot.settings import Settings
+from rag.embeddings import Embedder, make_embedder
+from state.db import StateDB, StateUnavailable
+from state.sync_requests import SyncRequests
+from sync.errors import SyncError
+from sync.lock import WriterLease
+from sync.report import SyncReport
+from sync.scheduler import start_scheduler
+from sync.service import run_sync
+from sync.watcher import watch_folder
+
+log = logging.getLogger("docsbot.sync")
+
+# The longest the worker sleeps between looks at the request table, even with LISTEN/NOTIFY
+# (a notification lost with a dropped connection is then picked up by this poll).
+MAX_WAIT_S = 30.0
+
+
+class SyncWorker:
+    def __init__(
+        self, settings: Settings, db: StateDB, embedder: Embedder | None = None,
+        watch: Path | None = None, holder: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.watch = watch
+        self.lease = WriterLease(db, settings, holder)
+        self.requests = SyncRequests(db, settings.sync_request_poll_s)
+        self.last: SyncReport | None = None
+        self.runs = 0  # syncs started by this worker
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Until `stop` is set: stand by for the lease, then sync while holding it."""
+        try:
+            while not stop.is_set():
+                if not await _until(self.lease.wait_acquire(), stop):
+                    return
+                log.warning("%s holds the index-writer lease: syncing", self.lease.holder)
+                await self._work(stop)
+        finally:
+            await self.lease.release()
+            await self.requests.close()
+
+    async def _work(self, stop: asyncio.Event) -> None:
+        if self.embedder is None:
+            self.embedder = await asyncio.to_thread(make_embedder, self.settings)
+        scheduler = start_scheduler(self.settings, partial(self._request, "schedule"))
+        stop_watching = asyncio.Event()
+        watcher = None
+        if self.watch is not None:
+            log.info("watching %s", self.watch)
+            watcher = asyncio.create_task(watch_folder(
+                self.watch, partial(self._request, "watch"), self.settings.watch_debounce_ms, stop_watching))
+        try:
+            while self.lease.held and not stop.is_set():
+                try:
+                    ids = await self.requests.claim_pending()
+                except StateUnavailable as exc:
+                    log.warning("cannot read sync requests: %s", exc)
+                    await _until(asyncio.sleep(self.settings.sync_request_poll_s), stop)
+                    continue
+                if ids:
+                    await self._sync(ids)
+                else:
+                    await _until(self.requests.wait(min(MAX_WAIT_S, self.lease.renew_s)), stop)
+        finally:
+            scheduler.shutdown(wait=False)
+            stop_watching.set()
+            if watcher is not None:
+                await asyncio.wait_for(watcher, 10)
+
+    async def _request(self, source: str) -> None:
+        try:
+            await self.requests.request(source)
+        except StateUnavailable as exc:
+            log.warning("could not record a %s sync request: %s", source, exc)
+
+    async def _sync(self, ids: list[int]) -> None:
+        self.runs += 1
+        try:
+            self.last = await asyncio.to_thread(run_sync, self.settings, self.embedder, self.lease)
+            ok, summary = True, self.last.render()
+        except SyncError as exc:  # misconfigured, or the lease was lost: recorded, retried next time
+            log.warning("sync not run: %s", exc)
+            ok, summary = False, str(exc)
+        except Exception:  # recorded in the sync status by run_sync; the worker keeps going
+            log.exception("sync failed; the index keeps its last good state")
+            ok, summary = False, "failed (details in the worker's log)"
+        try:
+            await self.requests.finish(ids, ok, summary)
+        except StateUnavailable as exc:  # they stay pending: the next sync covers them again
+            log.warning("could not mark sync requests done: %s", exc)
+
+
+async def _until(work: Awaitable[object], stop: asyncio.Event) -> bool:
+    """Await `work` unless `stop` is set first (then cancel it); True when `work` finished."""
+    task = asyncio.ensure_future(work)
+    stopper = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    if task in done:
+        task.result()  # its exception, if any
+        return True
+    task.cancel()
+    with suppress(asyncio.CancelledError):
+        await task
+    return False

@@ -1,0 +1,52 @@
+"""A local S3 server (moto's, speaking the S3 wire protocol) with one bucket, for the index on
+object storage. Our code only sees the standard AWS_* variables, exactly as against a real bucket.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import boto3
+from moto.server import ThreadedMotoServer
+
+
+@dataclass(frozen=True)
+class LocalS3:
+    endpoint: str
+    bucket: str
+
+    def env(self) -> dict[str, str]:
+        """The variables a process needs to reach the bucket (what a deployment sets)."""
+        return {
+            "AWS_ACCESS_KEY_ID": "docsbot-test", "AWS_SECRET_ACCESS_KEY": "docsbot-test-secret",
+            "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": self.endpoint, "AWS_ALLOW_HTTP": "true",
+        }
+
+    def uri(self, prefix: str) -> str:
+        return f"s3://{self.bucket}/{prefix}"
+
+    def keys(self, prefix: str) -> list[str]:
+        client = boto3.client("s3", endpoint_url=self.endpoint, **_credentials(self.env()))
+        pages = client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        return [item["Key"] for page in pages for item in page.get("Contents", [])]
+
+
+def _credentials(env: dict[str, str]) -> dict[str, str]:
+    return {"aws_access_key_id": env["AWS_ACCESS_KEY_ID"], "aws_secret_access_key": env["AWS_SECRET_ACCESS_KEY"],
+            "region_name": env["AWS_REGION"]}
+
+
+@contextmanager
+def local_s3(bucket: str = "docsbot") -> Iterator[LocalS3]:
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per object request
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    s3 = LocalS3(f"http://{host}:{port}", bucket)
+    boto3.client("s3", endpoint_url=s3.endpoint, **_credentials(s3.env())).create_bucket(Bucket=bucket)
+    try:
+        yield s3
+    finally:
+        server.stop()
