@@ -29,6 +29,7 @@ from bot.ttl import TTLCache
 from bot.work import BackgroundWork
 from docsbot.settings import Settings
 from rag.answer_log import AnswerLog
+from rag.embeddings import bulk_threads
 from rag.engine import Engine
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,8 @@ def build_bot(
     routes: list[web.RouteDef] | None = None,
 ) -> DocsBot:
     """Everything wired together; `routes` are extra aiohttp routes (e.g. the git webhook)."""
+    # From here this process answers questions: a sync it runs leaves a core to query embedding.
+    engine.embedder.threads = bulk_threads(settings.embedding_threads, serving=True)
     if policy is None:
         policy = load_access(settings.access_file)
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
@@ -88,7 +91,7 @@ def build_bot(
         work=BackgroundWork(),
         seen_events=TTLCache(settings.bot_dedupe_ttl_s),
         seen_messages=TTLCache(settings.bot_dedupe_ttl_s),
-        status=lambda: asyncio.to_thread(status_text, engine.store),
+        status=lambda: asyncio.to_thread(status_text, settings, engine.store),
         run_sync=run_sync,
     )
     app.use(attach(services))

@@ -11,6 +11,7 @@ from docsbot.settings import Settings
 from rag.engine import Engine
 from rag.store import Store
 from sync.errors import SyncBusy, SyncError
+from sync.progress import read_progress
 from sync.scheduler import SyncRunner
 from sync.service import run_sync
 from sync.status import read_status, render_status
@@ -19,10 +20,10 @@ from sync.webhook import webhook_route
 log = logging.getLogger(__name__)
 
 
-def status_text(store: Store) -> str:
+def status_text(settings: Settings, store: Store) -> str:
     """What `/docs status` shows (the same as `docsbot status`); blocking, run it in a thread."""
     try:
-        return "*Docs index*\n```" + render_status(read_status(store)) + "```"
+        return "*Docs index*\n```" + render_status(read_status(store, read_progress(settings))) + "```"
     except Exception:
         log.exception("reading the index status failed")
         return "The docs index can't be read right now (it may still be being built)."

@@ -11,6 +11,7 @@ from docsbot.settings import Settings
 from rag.chunking import Chunk, chunk_document
 from rag.documents import Document
 from rag.embeddings import Embedder
+from rag.progress import Progress
 from rag.store import Store, chunk_schema, vector_array
 
 CHUNKING_VERSION = 1
@@ -49,21 +50,50 @@ def permalink(settings: Settings, commit: str, path: str, anchor: str) -> str:
     return url if anchor else url.rstrip("#")
 
 
+# Vectors reach the cache at least this often while a long run embeds, so a killed index or sync
+# loses at most this much work (each save is one commit to the cache table, compacted at the end).
+SAVE_EVERY_S = 5.0
+SAVE_EVERY_ROWS = 1024
+
+
 def embed_chunks(store: Store, embedder: Embedder, chunks: list[Chunk]) -> tuple[np.ndarray, int]:
     """Vectors for chunks, from the cache where the text was embedded before; returns (vectors,
-    number of texts embedded now). New vectors are added to the cache."""
+    number of texts embedded now). New vectors are saved to the cache as they are computed."""
     cached = store.cached_vectors([c.text_hash for c in chunks])
     missing: dict[str, str] = {}
     for chunk in chunks:
         if chunk.text_hash not in cached:
             missing.setdefault(chunk.text_hash, chunk.embed_text)
     if missing:
-        hashes = list(missing)
-        fresh = embedder.embed([missing[h] for h in hashes])
-        store.cache_vectors(hashes, fresh)
-        cached.update(zip(hashes, fresh))
+        _embed_missing(store, embedder, missing, cached)
     vectors = np.stack([cached[c.text_hash] for c in chunks]) if chunks else np.zeros((0, embedder.dim), np.float32)
     return vectors, len(missing)
+
+
+def _embed_missing(store: Store, embedder: Embedder, missing: dict[str, str], into: dict[str, np.ndarray]) -> None:
+    hashes = list(missing)
+    progress = Progress(len(hashes))
+    unsaved: list[str] = []
+    last_save = time.monotonic()
+    try:
+        for idx, vectors in embedder.embed_batches([missing[h] for h in hashes]):
+            for i, vector in zip(idx, vectors):
+                into[hashes[i]] = vector
+                unsaved.append(hashes[i])
+            progress.advance(len(idx))
+            if len(unsaved) >= SAVE_EVERY_ROWS or time.monotonic() - last_save >= SAVE_EVERY_S:
+                _save(store, unsaved, into, progress)
+                last_save = time.monotonic()
+        _save(store, unsaved, into, progress)
+    finally:
+        progress.close()
+
+
+def _save(store: Store, unsaved: list[str], vectors: dict[str, np.ndarray], progress: Progress) -> None:
+    if unsaved:
+        store.cache_vectors(unsaved, np.stack([vectors[h] for h in unsaved]))
+        progress.saved(progress.done)
+        unsaved.clear()
 
 
 def build_rows(

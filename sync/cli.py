@@ -12,6 +12,7 @@ from pydantic import SecretStr
 from docsbot.settings import Settings
 from rag.embeddings import make_embedder
 from rag.store import Store
+from sync.progress import read_progress
 from sync.scheduler import SyncRunner, start_scheduler
 from sync.service import local_folder, run_sync
 from sync.status import read_status, render_status
@@ -55,7 +56,7 @@ def cmd_sync(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
-    status = read_status(Store(settings.data_dir))
+    status = read_status(Store(settings.data_dir), read_progress(settings))
     print(json.dumps(status) if args.json else render_status(status))
     return 0
 

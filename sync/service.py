@@ -29,6 +29,7 @@ from sync.changes import Scope, changes_between
 from sync.errors import SyncError
 from sync.gitcmd import git, has_commit, is_ancestor, last_commits, redact, toplevel
 from sync.lock import sync_lock
+from sync.progress import recording
 from sync.reindex import Applied, apply_paths, reconcile
 from sync.report import FileCounts, SyncReport
 from sync.workcopy import WorkCopy, is_local_uri, repo_url, work_dir
@@ -40,7 +41,7 @@ def run_sync(settings: Settings, embedder: Embedder | None = None) -> SyncReport
     """Run one sync now (synchronous; the bot calls it in a thread). Raises SyncBusy when another
     sync holds the lock, and re-raises any failure after recording it in the index's status."""
     store = Store(settings.data_dir)
-    with sync_lock(work_dir(settings)):
+    with sync_lock(work_dir(settings)), recording(settings):
         started = time.perf_counter()
         try:
             folder = local_folder(settings)

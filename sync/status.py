@@ -6,9 +6,11 @@ from typing import Any
 from rag.store import Store
 
 
-def read_status(store: Store) -> dict[str, Any]:
+def read_status(store: Store, progress: dict[str, int] | None = None) -> dict[str, Any]:
+    """The index's state; `progress` ({"done", "total"}, see sync.progress) of a running sync."""
     meta = store.meta()
     return {
+        "syncing": progress,
         "commit": meta.get("commit"),
         "commit_date": meta.get("commit_date"),
         **store.counts(),
@@ -20,12 +22,15 @@ def read_status(store: Store) -> dict[str, Any]:
 def render_status(status: dict[str, Any]) -> str:
     commit = status["commit"]
     lines = [
-        f"indexed commit: {commit[:12] + ' (' + (status['commit_date'] or '') + ')' if commit else '(none)'}",
+        f"indexed commit: {_short(commit) + ' (' + (status['commit_date'] or '') + ')' if commit else '(none)'}",
         f"documents: {status['documents']}, chunks: {status['chunks']}",
     ]
-    last = status["last_sync"]
+    last, syncing = status["last_sync"], status.get("syncing")
+    if syncing:
+        lines.append(f"syncing: {syncing['done']:,} / {syncing['total']:,} chunks embedded")
     if last is None:
-        lines.append("last sync: never")
+        if not syncing:
+            lines.append("last sync: never")
     elif last["ok"]:
         report = last["report"]
         lines.append(
@@ -36,3 +41,9 @@ def render_status(status: dict[str, Any]) -> str:
         lines.append(f"last sync: FAILED at {last['at']}: {last['error']}")
         lines.append(f"last successful sync: {status['last_success_at'] or 'never'}")
     return "\n".join(lines)
+
+
+def _short(commit: str) -> str:
+    """12 hex digits, keeping a "+dirty" mark (`docsbot index` of a modified work tree)."""
+    sha, plus, mark = commit.partition("+")
+    return sha[:12] + plus + mark
