@@ -64,7 +64,7 @@ def permalink(settings: Settings, commit: str, path: str, anchor: str) -> str:
 
 # Vectors reach the cache at least this often while a long run embeds, so a killed index or sync
 # loses at most this much work (each save is one commit to the cache table, compacted at the end).
-SAVE_EVERY_S = 5.0
+SAVE_EVERY_S = 2.0
 SAVE_EVERY_ROWS = 1024
 
 
