@@ -69,7 +69,8 @@ SAVE_EVERY_ROWS = 1024
 
 
 def embed_chunks(
-    store: Store, embedder: Embedder, chunks: list[Chunk], stats: IndexStats | None = None
+    store: Store, embedder: Embedder, chunks: list[Chunk], stats: IndexStats | None = None,
+    save_rows: int = SAVE_EVERY_ROWS,
 ) -> tuple[np.ndarray, int]:
     """Vectors for chunks, from the cache where the text was embedded before; returns (vectors,
     number of texts embedded now). New vectors are saved to the cache as they are computed."""
@@ -79,13 +80,14 @@ def embed_chunks(
         if chunk.text_hash not in cached:
             missing.setdefault(chunk.text_hash, chunk.embed_text)
     if missing:
-        _embed_missing(store, embedder, missing, cached, stats or IndexStats())
+        _embed_missing(store, embedder, missing, cached, stats or IndexStats(), save_rows)
     vectors = np.stack([cached[c.text_hash] for c in chunks]) if chunks else np.zeros((0, embedder.dim), np.float32)
     return vectors, len(missing)
 
 
 def _embed_missing(
-    store: Store, embedder: Embedder, missing: dict[str, str], into: dict[str, np.ndarray], stats: IndexStats
+    store: Store, embedder: Embedder, missing: dict[str, str], into: dict[str, np.ndarray], stats: IndexStats,
+    save_rows: int,
 ) -> None:
     hashes = list(missing)
     progress = Progress(len(hashes))
@@ -97,7 +99,7 @@ def _embed_missing(
                 into[hashes[i]] = vector
                 unsaved.append(hashes[i])
             progress.advance(len(idx))
-            if len(unsaved) >= SAVE_EVERY_ROWS or time.monotonic() - last_save >= SAVE_EVERY_S:
+            if len(unsaved) >= save_rows or time.monotonic() - last_save >= SAVE_EVERY_S:
                 with stats.step("save"):
                     _save(store, unsaved, into, progress)
                 last_save = time.monotonic()
