@@ -32,6 +32,7 @@ from bot.ttl import TTLCache
 from bot.work import BackgroundWork
 from docsbot.settings import Settings
 from rag.answer_log import AnswerLog
+from rag.embeddings import bulk_threads
 from rag.engine import Engine
 from state.db import StateDB
 
@@ -72,6 +73,8 @@ def build_bot(
     state: StateDB | None = None,
 ) -> DocsBot:
     """Everything wired together; `routes` are extra aiohttp routes (e.g. the git webhook)."""
+    # From here this process answers questions: a sync it runs leaves a core to query embedding.
+    engine.embedder.threads = bulk_threads(settings.embedding_threads, serving=True)
     if policy is None:
         policy = load_access(settings.access_file)
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
@@ -93,7 +96,7 @@ def build_bot(
         work=BackgroundWork(),
         seen_events=TTLCache(settings.bot_dedupe_ttl_s),
         seen_messages=TTLCache(settings.bot_dedupe_ttl_s),
-        status=lambda: status_text(engine.store, state),
+        status=lambda: status_text(settings, engine.store, state),
         run_sync=run_sync,
     )
     app.use(attach(services))

@@ -142,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("docsbot.progress").setLevel(logging.INFO)  # a long index says how far it got
     try:
         settings = load_settings()
         return args.handler(settings, args)

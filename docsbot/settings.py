@@ -92,8 +92,12 @@ class Settings(BaseSettings):
     embedding_provider: Literal["local", "openai"] = "local"
     embedding_model: str = "all-MiniLM-L6-v2"
     embedding_dim: int = 384
-    embedding_threads: int = 1
-    embedding_batch: int = 32
+    # -- Bulk embedding (rag/embeddings.py, rag/indexer.py) -----------------------------------------
+    # Batches embedded at once by index and sync; 0 = auto: every core, or all but one in a process
+    # that also answers questions (the bot), so query embedding stays fast during a sync.
+    embedding_threads: int = 0
+    # Texts per batch (local model: length-bucketed; OpenAI-compatible endpoint: per request).
+    embedding_batch: int = 16
 
     chat_model: str = "gpt-4o-mini"
     openai_api_key: SecretStr | None = Field(default=None, validation_alias=_env("OPENAI_API_KEY"))

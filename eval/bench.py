@@ -40,7 +40,7 @@ from docsbot.settings import Settings  # noqa: E402
 from rag.chunking import chunk_document  # noqa: E402
 from rag.documents import AccessRules, Document, load_folder  # noqa: E402
 from rag.embeddings import Embedder, make_embedder  # noqa: E402
-from rag.indexer import apply_documents  # noqa: E402
+from eval.bench_ingest import measure_ingest, report as ingest_report  # noqa: E402
 from rag.levels import Level  # noqa: E402
 from rag.store import Store, vector_array  # noqa: E402
 
@@ -72,19 +72,6 @@ def load_docs(root: Path, settings: Settings, seed: int) -> list[Document]:
     docs, _ = load_folder(root, settings.include, settings.exclude, AccessRules({}, Level.team), settings.max_file_bytes)
     random.Random(seed).shuffle(docs)
     return docs
-
-
-def ingest(store: Store, embedder: Embedder, settings: Settings, docs: list[Document], chunks: int) -> dict[str, float]:
-    """Index whole documents (about `chunks` chunks) through the real path: chunk, embed, write,
-    maintain. Returns chunks per second."""
-    picked, total = [], 0
-    for doc in docs:
-        if total >= chunks:
-            break
-        picked.append(doc)
-        total += len(chunk_document(doc, settings.chunk_size, settings.chunk_overlap))
-    stats = apply_documents(store, embedder, settings, picked, {}, full=True)
-    return {"chunks": stats.chunks, "seconds": round(stats.seconds, 2), "chunks_per_s": round(stats.chunks / stats.seconds, 1)}
 
 
 def make_queries(docs: list[Document], indexed: set[str], settings: Settings, count: int) -> list[str]:
@@ -217,9 +204,9 @@ def run(
     embedder = make_embedder(settings)
     docs = load_docs(AWSDOCS / "docs", settings, seed)
 
-    log(f"ingest: embedding ~{ingest_chunks} chunks with {embedder.name} ...")
+    log(f"ingest: indexing ~{ingest_chunks} chunks with {embedder.name}, 1 thread vs threads vs processes ...")
+    rate = measure_ingest(workdir, docs, settings, ingest_chunks)
     ingest_store = Store(settings.data_dir)
-    rate = ingest(ingest_store, embedder, settings, docs, ingest_chunks)
     base = ingest_store.chunks().to_arrow()
     base_vectors = base["vector"].combine_chunks().flatten().to_numpy().reshape(base.num_rows, -1)
     texts = make_queries(docs, set(base["doc_path"].to_pylist()), settings, queries)
@@ -302,8 +289,7 @@ def report(result: dict[str, Any]) -> str:
     lines += ["", f"flat scan vs ANN (IVF_SQ {setup['ann']}), p50 and ratio to numpy:"]
     lines += [_point_line(p) for p in ann["points"]]
     lines.append(f"ANN faster than flat from {ann['measured']} passing rows (ann_min_rows configured: {ann['configured']})")
-    ing = result["ingest"]
-    lines += ["", f"ingest: {ing['chunks']} chunks in {ing['seconds']} s = {ing['chunks_per_s']} chunks/s (embed + write + maintain)"]
+    lines += ["", *ingest_report(result["ingest"])]
     return "\n".join(lines)
 
 

@@ -5,6 +5,14 @@ Both return L2-normalised float32 rows, so a dot product is the cosine similarit
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Protocol
@@ -30,8 +38,11 @@ class EmbeddingError(RuntimeError):
 class Embedder(Protocol):
     name: str
     dim: int
+    threads: int  # batches embedded at once in bulk work
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
+
+    def embed_batches(self, texts: list[str]) -> Iterator[tuple[list[int], np.ndarray]]: ...
 
 
 def _verified_file(package: str, resource: str, sha256: str) -> Path:
@@ -52,18 +63,61 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
+def cores() -> int:
+    """CPU cores this process may run on (its affinity mask, e.g. a container's CPU set)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def bulk_threads(configured: int, serving: bool) -> int:
+    """Concurrent inference threads for bulk work (index, sync). `configured` 0 means auto: every
+    core, or all but one while the same process answers questions, so query embedding (one
+    short text, a few ms) never queues behind a whole batch of chunks."""
+    if configured > 0:
+        return configured
+    return max(1, cores() - 1) if serving else cores()
+
+
+def length_batches(texts: Sequence[str], size: int) -> list[list[int]]:
+    """Indexes of texts in batches of similar length (shortest first): little padding per batch."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    return [order[start:start + size] for start in range(0, len(order), size)]
+
+
+@dataclass
+class StageSeconds:
+    """Seconds spent per stage of embedding, summed over threads (so they can exceed wall time)."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
+
+
 class LocalMiniLM:
-    """all-MiniLM-L6-v2 on onnxruntime: mean pooling over the attention mask, then L2 norm."""
+    """all-MiniLM-L6-v2 on onnxruntime: mean pooling over the attention mask, then L2 norm.
+
+    One session with one intra-op thread. Bulk work runs `threads` batches at once, each on its
+    own Python thread (onnxruntime releases the GIL and its session is thread-safe): whole
+    batches in parallel scale better on a small model than one batch split across threads, and
+    every batch then runs the same single-threaded kernels, so vectors do not depend on the
+    thread count. A separate thread tokenises ahead of inference."""
 
     name = "all-MiniLM-L6-v2"
     dim = 384
 
-    def __init__(self, threads: int = 1, batch: int = 32) -> None:
+    def __init__(self, threads: int = 1, batch: int = 16) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
@@ -73,24 +127,55 @@ class LocalMiniLM:
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.enable_padding()
         self._batch = batch
+        self.threads = threads
         self.calls = 0  # texts embedded since load, for tests and benchmarks
+        self.stages = StageSeconds()
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # Sorting by length keeps padding (wasted compute) low inside each batch.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self._batch):
-            idx = order[start:start + self._batch]
-            encoded = self._tokenizer.encode_batch([texts[i] for i in idx])
+        for idx, vectors in self.embed_batches(texts):
+            out[idx] = vectors
+        return out
+
+    def embed_batches(self, texts: list[str]) -> Iterator[tuple[list[int], np.ndarray]]:
+        """Vectors of length-bucketed batches, in order, as they are computed."""
+        batches = length_batches(texts, self._batch)
+        if len(batches) <= 1:  # a query: no thread hand-offs
+            for idx in batches:
+                yield idx, self._infer(self._encode([texts[i] for i in idx]))
+            return
+        window = 2 * self.threads  # batches tokenised or running ahead of the one yielded next
+        with ThreadPoolExecutor(1) as tokenise, ThreadPoolExecutor(self.threads) as infer:
+            pending: deque[tuple[list[int], Future[np.ndarray]]] = deque()
+            for idx in batches:
+                encoded = tokenise.submit(self._encode, [texts[i] for i in idx])
+                pending.append((idx, infer.submit(lambda e=encoded: self._infer(e.result()))))
+                if len(pending) > window:
+                    done, future = pending.popleft()
+                    yield done, future.result()
+            while pending:
+                done, future = pending.popleft()
+                yield done, future.result()
+
+    def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        with self.stages.stage("tokenise"):
+            encoded = self._tokenizer.encode_batch(texts)
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        return ids, mask
+
+    def _infer(self, encoded: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        ids, mask = encoded
+        with self.stages.stage("infer"):
             hidden = self._session.run(
                 None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             )[0]
+        with self.stages.stage("pool"):
             pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1)
-            out[idx] = pooled
-        self.calls += len(texts)
-        return _normalise(out)
+            vectors = _normalise(pooled)
+        with self.stages._lock:
+            self.calls += len(ids)
+        return vectors
 
 
 class OpenAIEmbedder:
@@ -109,18 +194,26 @@ class OpenAIEmbedder:
         self.name = settings.embedding_model
         self.dim = settings.embedding_dim
         self._batch = settings.embedding_batch
+        self.threads = 1  # requests are sent one at a time
         self.calls = 0
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        vectors = [batch for _, batch in self.embed_batches(texts)]
+        return np.concatenate(vectors) if vectors else np.zeros((0, self.dim), np.float32)
+
+    def embed_batches(self, texts: list[str]) -> Iterator[tuple[list[int], np.ndarray]]:
+        for start in range(0, len(texts), self._batch):
+            idx = list(range(start, min(len(texts), start + self._batch)))
+            yield idx, self._request([texts[i] for i in idx])
+
+    def _request(self, texts: list[str]) -> np.ndarray:
         import openai
 
-        rows: list[list[float]] = []
-        for start in range(0, len(texts), self._batch):
-            try:
-                response = self._client.embeddings.create(model=self.name, input=texts[start:start + self._batch])
-            except openai.OpenAIError as exc:
-                raise EmbeddingError(f"embedding endpoint failed: {type(exc).__name__}") from None
-            rows.extend(item.embedding for item in sorted(response.data, key=lambda d: d.index))
+        try:
+            response = self._client.embeddings.create(model=self.name, input=texts)
+        except openai.OpenAIError as exc:
+            raise EmbeddingError(f"embedding endpoint failed: {type(exc).__name__}") from None
+        rows = [item.embedding for item in sorted(response.data, key=lambda d: d.index)]
         vectors = np.array(rows, dtype=np.float32).reshape(len(texts), -1)
         if vectors.shape[1] != self.dim:
             raise EmbeddingError(
@@ -131,7 +224,8 @@ class OpenAIEmbedder:
         return _normalise(vectors)
 
 
-def make_embedder(settings: Settings) -> Embedder:
+def make_embedder(settings: Settings, serving: bool = False) -> Embedder:
+    """The configured embedder; `serving`: this process also answers questions (see bulk_threads)."""
     if settings.embedding_provider == "openai":
         return OpenAIEmbedder(settings)
-    return LocalMiniLM(threads=settings.embedding_threads, batch=settings.embedding_batch)
+    return LocalMiniLM(threads=bulk_threads(settings.embedding_threads, serving), batch=settings.embedding_batch)

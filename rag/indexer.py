@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -11,6 +13,7 @@ from docsbot.settings import Settings
 from rag.chunking import Chunk, chunk_document
 from rag.documents import Document
 from rag.embeddings import Embedder
+from rag.progress import Progress
 from rag.store import Store, chunk_schema, vector_array
 
 CHUNKING_VERSION = 1
@@ -33,6 +36,16 @@ class IndexStats:
     deleted: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    # Wall seconds per step: chunk (incl. the cache lookup), embed, write, maintain (index build).
+    steps: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.steps[name] = self.steps.get(name, 0.0) + time.perf_counter() - started
 
 
 def chunking_signature(settings: Settings) -> dict[str, int]:
@@ -49,21 +62,58 @@ def permalink(settings: Settings, commit: str, path: str, anchor: str) -> str:
     return url if anchor else url.rstrip("#")
 
 
-def embed_chunks(store: Store, embedder: Embedder, chunks: list[Chunk]) -> tuple[np.ndarray, int]:
+# Vectors reach the cache at least this often while a long run embeds, so a killed index or sync
+# loses at most this much work (each save is one commit to the cache table, compacted at the end).
+SAVE_EVERY_S = 2.0
+SAVE_EVERY_ROWS = 1024
+
+
+def embed_chunks(
+    store: Store, embedder: Embedder, chunks: list[Chunk], stats: IndexStats | None = None,
+    save_rows: int = SAVE_EVERY_ROWS,
+) -> tuple[np.ndarray, int]:
     """Vectors for chunks, from the cache where the text was embedded before; returns (vectors,
-    number of texts embedded now). New vectors are added to the cache."""
+    number of texts embedded now). New vectors are saved to the cache as they are computed."""
     cached = store.cached_vectors([c.text_hash for c in chunks])
     missing: dict[str, str] = {}
     for chunk in chunks:
         if chunk.text_hash not in cached:
             missing.setdefault(chunk.text_hash, chunk.embed_text)
     if missing:
-        hashes = list(missing)
-        fresh = embedder.embed([missing[h] for h in hashes])
-        store.cache_vectors(hashes, fresh)
-        cached.update(zip(hashes, fresh))
+        _embed_missing(store, embedder, missing, cached, stats or IndexStats(), save_rows)
     vectors = np.stack([cached[c.text_hash] for c in chunks]) if chunks else np.zeros((0, embedder.dim), np.float32)
     return vectors, len(missing)
+
+
+def _embed_missing(
+    store: Store, embedder: Embedder, missing: dict[str, str], into: dict[str, np.ndarray], stats: IndexStats,
+    save_rows: int,
+) -> None:
+    hashes = list(missing)
+    progress = Progress(len(hashes))
+    unsaved: list[str] = []
+    last_save = time.monotonic()
+    try:
+        for idx, vectors in embedder.embed_batches([missing[h] for h in hashes]):
+            for i, vector in zip(idx, vectors):
+                into[hashes[i]] = vector
+                unsaved.append(hashes[i])
+            progress.advance(len(idx))
+            if len(unsaved) >= save_rows or time.monotonic() - last_save >= SAVE_EVERY_S:
+                with stats.step("save"):
+                    _save(store, unsaved, into, progress)
+                last_save = time.monotonic()
+        with stats.step("save"):
+            _save(store, unsaved, into, progress)
+    finally:
+        progress.close()
+
+
+def _save(store: Store, unsaved: list[str], vectors: dict[str, np.ndarray], progress: Progress) -> None:
+    if unsaved:
+        store.cache_vectors(unsaved, np.stack([vectors[h] for h in unsaved]))
+        progress.saved(progress.done)
+        unsaved.clear()
 
 
 def build_rows(
@@ -72,11 +122,13 @@ def build_rows(
     stats = IndexStats(documents=len(docs))
     chunks: list[Chunk] = []
     owner: list[Document] = []
-    for doc in docs:
-        for chunk in chunk_document(doc, settings.chunk_size, settings.chunk_overlap):
-            chunks.append(chunk)
-            owner.append(doc)
-    vectors, embedded = embed_chunks(store, embedder, chunks)
+    with stats.step("chunk"):
+        for doc in docs:
+            for chunk in chunk_document(doc, settings.chunk_size, settings.chunk_overlap):
+                chunks.append(chunk)
+                owner.append(doc)
+    with stats.step("embed"):
+        vectors, embedded = embed_chunks(store, embedder, chunks, stats)
     stats.chunks, stats.chunks_embedded, stats.chunks_reused = len(chunks), embedded, len(chunks) - embedded
     columns: dict[str, list] = {name: [] for name in chunk_schema(embedder.dim).names if name != "vector"}
     for chunk, doc in zip(chunks, owner):
@@ -130,7 +182,8 @@ def apply_documents(
     rows, stats = build_rows(docs, provenance, store, embedder, settings)
     before = store.doc_hashes() if store.exists() else {}
     replace = None if full else [d.path for d in docs] + list(removed)
-    store.write(rows, replace)
+    with stats.step("write"):
+        store.write(rows, replace)
     if full:
         stats.deleted = len(set(before) - {d.path for d in docs})
     else:
@@ -138,6 +191,7 @@ def apply_documents(
     store.set_meta(
         embedding={"model": embedder.name, "dim": embedder.dim}, chunking=chunking_signature(settings)
     )
-    store.maintain(settings.ann_min_rows)
+    with stats.step("maintain"):
+        store.maintain(settings.ann_min_rows)
     stats.seconds = time.perf_counter() - started
     return stats

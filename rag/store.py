@@ -296,7 +296,7 @@ class Store:
             .nearest_to(np.asarray(vector, dtype=np.float32))
             .distance_type("cosine")
             .where(where)
-            .select(SEARCH_COLUMNS)
+            .select([*SEARCH_COLUMNS, "_distance"])  # named, or lance warns that it will drop it
             .limit(limit)
         )
         state = await self._ann_state(table)
@@ -317,7 +317,7 @@ class Store:
             table.query()
             .nearest_to_text(words, columns="search_text")
             .where(f"access_rank <= {int(max_rank)}")
-            .select(SEARCH_COLUMNS)
+            .select([*SEARCH_COLUMNS, "_score"])
             .limit(limit)
         )
         return _hits(await search.to_arrow(), "_score", float)

@@ -7,8 +7,9 @@ from pathlib import Path
 from docsbot.errors import UserError
 from rag.engine import Engine
 from rag.indexer import IndexStats, Provenance
-from sync.gitcmd import GitError, last_commits, toplevel
+from sync.gitcmd import GitError, git, last_commits, toplevel
 from sync.lock import writer_lease
+from sync.progress import recording
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +28,30 @@ def folder_provenance(root: Path) -> dict[str, Provenance]:
     return {path: Provenance(commit, date) for path, (commit, date) in commits.items()}
 
 
+def head_commit(root: Path) -> tuple[str | None, str | None]:
+    """(HEAD commit, its date) of the git work tree holding `root`, the commit suffixed "+dirty"
+    when files under `root` differ from it; (None, None) outside git."""
+    if toplevel(root) is None:
+        return None, None
+    try:
+        commit, date = git(root, "show", "-s", "--format=%H %cI", "HEAD").split()
+        dirty = git(root, "status", "--porcelain", "--", ".").strip()
+    except (GitError, ValueError) as exc:  # ValueError: no commit yet
+        log.warning("no commit information for %s: %s", root, exc)
+        return None, None
+    return (commit + "+dirty" if dirty else commit), date
+
+
 def index_folder(engine: Engine, root: Path, lease_wait_s: float = 0.0) -> IndexStats:
-    """A full index of `root`, under the index-writer lease (SyncBusy when a sync worker still
-    holds it after lease_wait_s)."""
+    """A full index of `root` under the index-writer lease (SyncBusy when a sync worker still
+    holds it after lease_wait_s), recording the commit it was read at like a sync does."""
     if not root.is_dir():
         raise UserError(f"docs folder {root} does not exist")
-    with writer_lease(engine.settings, lease_wait_s):
-        return engine.index_folder(root, folder_provenance(root))
+    with writer_lease(engine.settings, lease_wait_s), recording(engine.settings):
+        stats = engine.index_folder(root, folder_provenance(root))
+        commit, date = head_commit(root)
+        engine.store.set_meta(commit=commit, commit_date=date)
+    return stats
 
 
 def ensure_index(engine: Engine, root: Path | None) -> IndexStats | None:

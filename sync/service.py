@@ -30,9 +30,10 @@ from sync.errors import SyncError
 from sync.folder import folder_provenance
 from sync.gitcmd import git, has_commit, is_ancestor, last_commits, redact, toplevel
 from sync.lock import WriterLease, writer_lease
+from sync.progress import recording
 from sync.reindex import Applied, apply_paths, reconcile
 from sync.report import FileCounts, SyncReport
-from sync.workcopy import WorkCopy, is_local_uri, repo_url, work_dir
+from sync.workcopy import WorkCopy, is_local_uri, repo_url
 
 log = logging.getLogger("docsbot.sync")
 
@@ -47,11 +48,12 @@ def run_sync(settings: Settings, embedder: Embedder | None = None, lease: Writer
     store = Store(settings.data_dir)
     started = time.perf_counter()
     try:
-        folder = local_folder(settings)
-        if folder is None:
-            report = _sync_git(settings, store, embedder, started, lease)
-        else:
-            report = _sync_folder(settings, store, embedder, folder, started, lease)
+        with recording(settings):
+            folder = local_folder(settings)
+            if folder is None:
+                report = _sync_git(settings, store, embedder, started, lease)
+            else:
+                report = _sync_folder(settings, store, embedder, folder, started, lease)
     except Exception as exc:
         _record_failure(lease, exc)
         raise

@@ -12,6 +12,7 @@ from state.leases import Leases
 from state.sync_requests import SyncRequests
 from state.sync_status import SyncStatus, iso
 from sync.lock import INDEX_WRITER
+from sync.progress import read_progress
 
 
 async def recorded_status(db: StateDB) -> dict[str, Any]:
@@ -27,10 +28,13 @@ async def recorded_status(db: StateDB) -> dict[str, Any]:
     return recorded
 
 
-def read_status(store: Store, recorded: dict[str, Any]) -> dict[str, Any]:
-    """Blocking (reads the index): run it in a thread from async code."""
+def read_status(store: Store, recorded: dict[str, Any], progress: dict[str, int] | None = None) -> dict[str, Any]:
+    """The index's state, the state store's `recorded` part, and the `progress` ({"done",
+    "total"}, see sync.progress) of a running sync. Blocking (reads the index): run it in a
+    thread from async code."""
     meta = store.meta()
     return {
+        "syncing": progress,
         "commit": meta.get("commit"),
         "commit_date": meta.get("commit_date"),
         **store.counts(),
@@ -38,8 +42,8 @@ def read_status(store: Store, recorded: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def current_status(store: Store, db: StateDB) -> dict[str, Any]:
-    return await asyncio.to_thread(read_status, store, await recorded_status(db))
+async def current_status(store: Store, db: StateDB, progress: dict[str, int] | None = None) -> dict[str, Any]:
+    return await asyncio.to_thread(read_status, store, await recorded_status(db), progress)
 
 
 def load_status(settings: Settings) -> dict[str, Any]:
@@ -47,7 +51,7 @@ def load_status(settings: Settings) -> dict[str, Any]:
     async def load() -> dict[str, Any]:
         db = await open_state(settings)
         try:
-            return await current_status(Store(settings.data_dir), db)
+            return await current_status(Store(settings.data_dir), db, read_progress(settings))
         finally:
             await db.close()
 
@@ -57,14 +61,17 @@ def load_status(settings: Settings) -> dict[str, Any]:
 def render_status(status: dict[str, Any]) -> str:
     commit = status["commit"]
     lines = [
-        f"indexed commit: {commit[:12] + ' (' + (status['commit_date'] or '') + ')' if commit else '(none)'}",
+        f"indexed commit: {_short(commit) + ' (' + (status['commit_date'] or '') + ')' if commit else '(none)'}",
         f"documents: {status['documents']}, chunks: {status['chunks']}",
     ]
-    last = status["last_sync"]
+    last, syncing = status["last_sync"], status.get("syncing")
+    if syncing:
+        lines.append(f"syncing: {syncing['done']:,} / {syncing['total']:,} chunks embedded")
     if "state_error" in status:
         lines.append(f"last sync: unknown ({status['state_error']})")
     elif last is None:
-        lines.append("last sync: never")
+        if not syncing:
+            lines.append("last sync: never")
     elif last["ok"]:
         report = last["report"]
         lines.append(
@@ -78,3 +85,9 @@ def render_status(status: dict[str, Any]) -> str:
         writer = f"{status['writer']} (since {status['writer_since']})" if status["writer"] else "none running"
         lines.append(f"sync worker: {writer}; requests waiting: {status['pending_requests']}")
     return "\n".join(lines)
+
+
+def _short(commit: str) -> str:
+    """12 hex digits, keeping a "+dirty" mark (`docsbot index` of a modified work tree)."""
+    sha, plus, mark = commit.partition("+")
+    return sha[:12] + plus + mark

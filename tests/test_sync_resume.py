@@ -1,0 +1,97 @@
+"""A first sync killed half-way (SIGKILL, a real `docsbot sync` process) resumes: the vectors it
+saved on the way are not embedded again, and the index only appears once a sync completes.
+While it runs, `docsbot status` says how far it got."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from eval.bench_sync import commit_files, run_git
+from rag.store import Store
+from sync.progress import progress_file, read_progress
+from sync.status import read_status, render_status
+from tests.conftest import REPO, SHARED
+from tests.test_sync_support import new_repo, sync_settings
+
+AWSDOCS = SHARED / "eval" / "awsdocs-dev" / "docs"
+FILES = 16  # ~130 chunks: a few saves to the vector cache before half-way, on a fast or a busy machine
+
+
+def docs_repo(path: Path) -> Path:
+    repo = new_repo(path)
+    sources = sorted(AWSDOCS.rglob("*.md"))[:FILES]
+    for source in sources:
+        target = repo / source.relative_to(AWSDOCS)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    commit_files(repo, {}, "docs")
+    return repo
+
+
+def sync_command(settings) -> tuple[list[str], dict[str, str]]:
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "PYTHONPATH": str(REPO),
+           "DOCSBOT_DATA_DIR": settings.data_dir, "DOCSBOT_REPO": settings.repo.get_secret_value(),
+           "DOCSBOT_DEFAULT_LEVEL": "team"}
+    return [sys.executable, "-m", "docsbot.cli", "sync", "--json"], env
+
+
+def test_sync_killed_at_half_embeds_only_the_rest(tmp_path: Path) -> None:
+    settings = sync_settings(tmp_path, docs_repo(tmp_path / "upstream"))
+    command, env = sync_command(settings)
+    first = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        progress = None
+        while time.monotonic() < deadline and first.poll() is None:
+            progress = read_progress(settings)
+            if progress and progress["total"] and progress["done"] >= progress["total"] / 2:
+                break
+            time.sleep(0.05)
+        assert first.poll() is None, "the sync ended before it was half-way: " + first.stderr.read().decode()[-500:]
+        status = render_status(read_status(Store(settings.data_dir), progress))
+        os.kill(first.pid, signal.SIGKILL)
+    finally:
+        first.kill()
+        first.wait()
+    total = progress["total"]
+    assert total >= 100 and progress["done"] < total, progress
+    assert f"syncing: {progress['done']:,} / {total:,} chunks embedded" in status
+    assert "last sync: never" not in status
+    assert read_progress(settings) is None  # the writer is dead: no "syncing" line any more
+    assert not Store(settings.data_dir).exists()  # nothing half-built is served
+
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert 0 < report["chunks_embedded"] <= 0.55 * total, (report["chunks_embedded"], total)
+    assert report["chunks_embedded"] <= total - progress["done"]  # what was saved is never embedded again
+    assert Store(settings.data_dir).counts()["chunks"] == report["chunks_embedded"] + report["chunks_reused"]
+    assert not progress_file(settings).exists()
+
+
+def test_index_of_a_git_work_tree_records_its_commit(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "docs")
+    commit_files(repo, {"guide.md": "# Guide\n\nDeploys need a green build and one approval.\n"})
+    head = run_git(repo, "rev-parse", "HEAD")
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "PYTHONPATH": str(REPO),
+           "DOCSBOT_DATA_DIR": str(tmp_path / "index")}
+
+    def docsbot(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "docsbot.cli", *args], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    docsbot("index", "--docs", str(repo))
+    status = json.loads(docsbot("status", "--json"))
+    assert status["commit"] == head and status["commit_date"] and status["syncing"] is None
+    (repo / "guide.md").write_text("# Guide\n\nDeploys need two approvals.\n")
+    docsbot("index", "--docs", str(repo))
+    assert json.loads(docsbot("status", "--json"))["commit"] == head + "+dirty"
+    assert f"indexed commit: {head[:12]}+dirty" in docsbot("status")
