@@ -55,7 +55,7 @@ def serve_slack(settings: Settings, engine: Engine) -> int:
         raise SlackNotConfigured(f"set {' and '.join(missing)} to serve Slack (or run `docsbot console` to try it locally)")
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
     bot = build_bot(settings, engine, run_sync=sync_now(settings, engine), routes=webhook_routes(settings, engine))
-    asyncio.run(serve(bot, settings.port, app_token))
+    asyncio.run(serve(bot, settings.port, app_token, drain_s=settings.drain_s))
     return 0
 
 
