@@ -80,18 +80,19 @@ class Answerer:
         `announce` is first posted at the top level and the answer goes in its thread (for
         `/docs`). When the bot may not post in the conversation, the answer goes to `private`
         (seen by the asker alone, so at the asker's level) or NotInChannel is raised."""
-        surface = telemetry.surface_of(q.channel, announce is not None)
-        telemetry.question_started(surface, q.user, q.channel, q.text)
         asker = await self.directory.user_level(q.user)
         if asker is None:
             return
+        surface = telemetry.surface_of(q.channel, announce is not None)
+        telemetry.question_started(surface, q.user, q.channel, q.text)
         audience = await self.directory.audience(q.channel)
         level = audience.cap(asker)
         if not await self._admitted(q.user, tell):
+            telemetry.failed(surface, "rate_limited")
             return
         async with self.slots.take() as free:
             if not free:
-                telemetry.rejected_busy()
+                telemetry.rejected_busy(surface)
                 await tell(BUSY)
                 return
             try:

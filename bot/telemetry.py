@@ -86,8 +86,9 @@ def failed(surface: str, reason: str) -> None:
     log.warning("question failed", extra={"surface": surface, "reason": reason})
 
 
-def rejected_busy() -> None:
+def rejected_busy(surface: str) -> None:
     metrics.REJECTED_BUSY.inc()
+    failed(surface, "busy")
 
 
 def voted(vote: str, source: str, answer_id: str) -> None:

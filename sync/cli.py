@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from docsbot.observability import metrics
 from docsbot.settings import Settings
 from rag.embeddings import make_embedder
 from rag.store import Store
@@ -71,7 +72,9 @@ def watched_path(settings: Settings) -> Path | None:
 
 async def watch_and_sync(settings: Settings) -> None:
     """The foreground `--watch` loop: scheduler, plus the watcher for a local source."""
-    logging.getLogger("docsbot").setLevel(logging.INFO)
+    if settings.metrics_port:
+        metrics.serve_metrics(settings.metrics_port)
+        log.info("metrics at http://0.0.0.0:%d/metrics", settings.metrics_port)
     runner = SyncRunner(settings, make_embedder(settings))
     scheduler = start_scheduler(settings, runner)
     path = watched_path(settings)

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from sync.folder import folder_provenance
+from docsbot.observability import metrics
+from docsbot.observability.tracing import span
 from docsbot.settings import Settings
 from rag.embeddings import Embedder, make_embedder
 from rag.indexer import Provenance, chunking_signature
@@ -40,7 +42,7 @@ def run_sync(settings: Settings, embedder: Embedder | None = None) -> SyncReport
     """Run one sync now (synchronous; the bot calls it in a thread). Raises SyncBusy when another
     sync holds the lock, and re-raises any failure after recording it in the index's status."""
     store = Store(settings.data_dir)
-    with sync_lock(work_dir(settings)):
+    with sync_lock(work_dir(settings)), span("sync"):
         started = time.perf_counter()
         try:
             folder = local_folder(settings)
@@ -50,7 +52,10 @@ def run_sync(settings: Settings, embedder: Embedder | None = None) -> SyncReport
                 report = _sync_folder(settings, store, embedder, folder, started)
         except Exception as exc:
             _record_failure(store, exc)
+            metrics.observe_sync(False, time.perf_counter() - started)
             raise
+    metrics.observe_sync(True, report.seconds, report)
+    metrics.observe_index(store.meta(), store.chunks().count_rows())
     log.info("%s", report.render())
     return report
 

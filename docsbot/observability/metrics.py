@@ -13,7 +13,9 @@ import time
 from datetime import datetime
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest, start_http_server
+
+from rag.answer import ABSTAIN_MESSAGES
 
 # -- questions -----------------------------------------------------------------------------------
 SURFACES = ("mention", "dm", "command", "assistant")
@@ -53,6 +55,38 @@ INDEX_COMMIT_AGE = Gauge("docsbot_index_commit_age_seconds", "Now minus the comm
 SYNC_AGE = Gauge("docsbot_seconds_since_last_successful_sync", "Now minus the end of the last successful sync")
 
 _FILE_CHANGES = ("added", "modified", "deleted", "renamed")
+STAGES = ("embed", "retrieve", "rerank", "generate", "post", "total")
+FAILURES = ("error", "restarted", "rate_limited", "busy")
+LLM_ERROR_KINDS = ("timeout", "429", "5xx", "other")
+
+
+def _declare_series() -> None:
+    """Every bounded label combination exists from the start at 0, so a rate() or an alert on
+    a series sees it before its first event (Slack errors are the one open-ended set)."""
+    for surface in SURFACES:
+        QUESTIONS.labels(surface, "answered", "")
+        for reason in ABSTAIN_MESSAGES:
+            QUESTIONS.labels(surface, "abstained", reason)
+        for reason in FAILURES:
+            QUESTIONS.labels(surface, "failed", reason)
+        FIRST_REPLY_SECONDS.labels(surface)
+    for stage in STAGES:
+        STAGE_SECONDS.labels(stage)
+    for vote in ("up", "down"):
+        for source in ("button", "reaction"):
+            FEEDBACK_VOTES.labels(vote, source)
+    for kind in LLM_ERROR_KINDS:
+        LLM_ERRORS.labels(kind)
+        LLM_RETRIES.labels(kind)
+    for outcome in ("ok", "failed"):
+        SYNC_RUNS.labels(outcome)
+    for change in _FILE_CHANGES:
+        SYNC_FILES.labels(change)
+    for source in ("embedded", "reused"):
+        SYNC_CHUNKS.labels(source)
+
+
+_declare_series()
 _index_times: dict[str, float] = {}
 
 
@@ -75,6 +109,18 @@ def llm_error_kind(exc: BaseException) -> str:
     if isinstance(status, int) and status >= 500:
         return "5xx"
     return "other"
+
+
+def llm_failed(exc: BaseException) -> str:
+    """Count one failed LLM attempt; its kind."""
+    kind = llm_error_kind(exc)
+    LLM_ERRORS.labels(kind).inc()
+    return kind
+
+
+def serve_metrics(port: int) -> None:
+    """/metrics on its own port, from a daemon thread (the sync worker has no web app)."""
+    start_http_server(port)
 
 
 def observe_answer(surface: str, answered: bool, reason: str | None, timings_ms: dict[str, float]) -> None:
