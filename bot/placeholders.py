@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from docsbot.observability import metrics
-from bot.telemetry import since_request
+from bot.telemetry import answer_id, since_request
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,7 @@ class OpenPlaceholder:
     channel: str
     ts: str
     surface: str
+    answer_id: str
     opened_at: float
 
 
@@ -27,7 +28,7 @@ class Placeholders:
 
     def open(self, channel: str, ts: str, surface: str) -> None:
         """A placeholder was posted: the question's first visible reply."""
-        self._open[(channel, ts)] = OpenPlaceholder(channel, ts, surface, time.monotonic())
+        self._open[(channel, ts)] = OpenPlaceholder(channel, ts, surface, answer_id(), time.monotonic())
         waited = since_request()
         if waited is not None:
             metrics.FIRST_REPLY_SECONDS.labels(surface).observe(waited)

@@ -87,7 +87,7 @@ async def note_restarted(bot: DocsBot) -> None:
     """Edit every placeholder still open to the restart note (delete it if that fails)."""
     answerer = bot.services.answerer
     for placeholder in answerer.placeholders.still_open():
-        telemetry.failed(placeholder.surface, "restarted")
+        telemetry.failed(placeholder.surface, "restarted", placeholder.answer_id)
         try:
             await bot.client.chat_update(channel=placeholder.channel, ts=placeholder.ts, **blocks.notice(RESTARTED))
         except (SlackApiError, aiohttp.ClientError, TimeoutError):

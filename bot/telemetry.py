@@ -81,9 +81,10 @@ def answered(surface: str, answer: Answer) -> None:
         "citations": len(answer.citations), "timings_ms": timings})
 
 
-def failed(surface: str, reason: str) -> None:
+def failed(surface: str, reason: str, answer_id: str | None = None) -> None:
+    """The question got no answer; `answer_id` when called outside the question's own task."""
     metrics.observe_failure(surface, reason)
-    log.warning("question failed", extra={"surface": surface, "reason": reason})
+    log.warning("question failed", extra={"surface": surface, "reason": reason, "answer_id": answer_id})
 
 
 def rejected_busy(surface: str) -> None:

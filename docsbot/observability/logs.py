@@ -43,24 +43,27 @@ def question_text(text: str) -> str:
 
 
 class _Context(logging.Filter):
-    """Adds answer_id, drops library noise, masks secrets."""
-
-    def __init__(self, secrets: list[str]) -> None:
-        super().__init__()
-        self.secrets = [s for s in secrets if len(s) >= 4]
+    """Adds answer_id and drops library noise."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.answer_id = _answer_id.get()
-        if self.secrets or any(n in str(record.msg) for n in _NOISE):
-            message = record.getMessage()
-            if any(n in message for n in _NOISE):
-                return False
-            masked = message
-            for secret in self.secrets:
-                masked = masked.replace(secret, "***")
-            if masked != message:
-                record.msg, record.args = masked, None
-        return True
+        if not getattr(record, "answer_id", None):  # or given as extra={"answer_id": ...}
+            record.answer_id = _answer_id.get()
+        return not any(noise in str(record.msg) for noise in _NOISE)
+
+
+class _Masking(logging.Formatter):
+    """Masks the configured secrets in the finished line, tracebacks and extra fields included."""
+
+    def __init__(self, inner: logging.Formatter, secrets: list[str]) -> None:
+        super().__init__()
+        self.inner = inner
+        self.secrets = [s for s in secrets if len(s) >= 4]
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = self.inner.format(record)
+        for secret in self.secrets:
+            line = line.replace(secret, "***")
+        return line
 
 
 class JsonFormatter(logging.Formatter):
@@ -97,13 +100,15 @@ def setup_logging(level: str = "INFO", fmt: str = "text", log_questions: bool = 
     global _log_questions
     _log_questions = log_questions
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
-    handler.addFilter(_Context([s.get_secret_value() for s in secrets or [] if s is not None]))
+    formatter = JsonFormatter() if fmt == "json" else TextFormatter()
+    handler.setFormatter(_Masking(formatter, [s.get_secret_value() for s in secrets or [] if s is not None]))
+    handler.addFilter(_Context())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
     # Libraries stay at WARNING whatever our level: their INFO/DEBUG lines are per-request chatter.
-    for name in ("slack_bolt", "slack_sdk", "aiohttp.access", "httpx", "openai", "apscheduler", "urllib3"):
+    for name in ("slack_bolt", "slack_sdk", "aiohttp.access", "httpx", "httpx2", "httpcore", "openai", "apscheduler",
+                 "urllib3"):
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
