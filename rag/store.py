@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust logger prints scan warnings at WARN
+os.environ.setdefault("LANCEDB_LOG", "error")  # the logger lancedb's own extension module reads
 
 import lancedb  # noqa: E402
 from docsbot.observability.tracing import traced  # noqa: E402
