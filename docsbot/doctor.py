@@ -73,14 +73,14 @@ def _auth(settings: Settings) -> Finding:
     if not granted:
         return Finding("slack auth", "warning", f"{who}; Slack did not say which scopes the token has",
                        "compare the token's scopes with manifest.json by hand")
-    missing = sorted(set(_manifest_scopes()) - granted)
+    missing = sorted(set(manifest_scopes()) - granted)
     if missing:
         return Finding("slack auth", "failed", f"{who}; missing scopes: {', '.join(missing)}",
                        "add them on the app's OAuth & Permissions page (or update it from manifest.json) and reinstall")
     return Finding("slack auth", "ok", f"{who}; every scope in manifest.json granted")
 
 
-def _manifest_scopes() -> list[str]:
+def manifest_scopes() -> list[str]:
     return json.loads(MANIFEST.read_text())["oauth_config"]["scopes"]["bot"]
 
 
