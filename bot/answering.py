@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -17,9 +16,10 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import blocks
+from bot import blocks, telemetry
 from bot.directory import Audience, Directory
 from bot.limits import AnswerSlots, UserRateLimit
+from bot.placeholders import Placeholders
 from rag.answer import Answer
 from rag.answer_log import AnswerLog
 from rag.engine import Engine
@@ -69,6 +69,7 @@ class Answerer:
         self.answer_log = answer_log
         self.rate = rate
         self.slots = slots
+        self.placeholders = Placeholders()  # posted, not yet replaced (bot.serve edits them on shutdown)
 
     # -- delivering answers ------------------------------------------------------------------------
     async def answer_in_conversation(
@@ -82,23 +83,30 @@ class Answerer:
         asker = await self.directory.user_level(q.user)
         if asker is None:
             return
+        surface = telemetry.surface_of(q.channel, announce is not None)
+        telemetry.question_started(surface, q.user, q.channel, q.text)
         audience = await self.directory.audience(q.channel)
         level = audience.cap(asker)
         if not await self._admitted(q.user, tell):
+            telemetry.failed(surface, "rate_limited")
             return
         async with self.slots.take() as free:
             if not free:
+                telemetry.rejected_busy(surface)
                 await tell(BUSY)
                 return
             try:
                 if announce is not None:
                     q = replace(q, thread_ts=await self.post(q.channel, None, announce))
                 placeholder = await self.post(q.channel, q.thread_ts, blocks.notice(blocks.THINKING))
+                self.placeholders.open(q.channel, placeholder, surface)
             except NotInChannel:
                 if private is None:
                     raise
-                answer, answer_id = await self._ask(q, asker, asker, "")
+                answer, answer_id = await self._ask(q, asker, asker)
                 await private(blocks.answer_message(answer, answer_id))
+                telemetry.answered(surface, answer)
+                await self._log(q, answer, answer_id, asker, asker, "")
                 return
             except SlackApiError as exc:
                 log.warning("cannot post in %s: %s", q.channel, exc.response.get("error"))
@@ -106,12 +114,17 @@ class Answerer:
                 return
             try:
                 audience_level = asker if audience.direct else audience.level
-                answer, answer_id = await self._ask(q, asker, audience_level, placeholder)
+                answer, answer_id = await self._ask(q, asker, audience_level)
                 await self._update(q.channel, placeholder, blocks.answer_message(answer, answer_id))
+                self.placeholders.close(q.channel, placeholder)
             except Exception:
                 log.exception("answering in %s failed", q.channel)
+                telemetry.failed(surface, "error")
                 await self._update(q.channel, placeholder, blocks.notice(FAILED))
+                self.placeholders.close(q.channel, placeholder)
                 return
+        telemetry.answered(surface, answer)
+        await self._log(q, answer, answer_id, asker, audience_level, placeholder)  # posted first, then recorded
         could_use_more = not answer.answered and answer.abstain_reason in _LEVEL_BOUND
         if asker > level and (could_use_more or answer.diagnostics.blocked):
             await self._offer_dm(q, answer_id, audience)
@@ -136,15 +149,11 @@ class Answerer:
                        f"Please wait {max(1, round(wait))} seconds and ask again.")
         return not wait
 
-    async def _ask(self, q: Question, asker: Level, audience: Level, ts: str) -> tuple[Answer, str]:
-        """Answer at min(asker, audience) and log it; `ts` is the message the answer will be."""
+    async def _ask(self, q: Question, asker: Level, audience: Level) -> tuple[Answer, str]:
+        """Answer at min(asker, audience). Recording it is the caller's, once it is posted (`_log`)."""
         level = min(asker, audience)
         answer = await self.engine.ask(q.text, level, q.history)
-        if answer.abstain_reason:
-            log.info("abstained (%s): %s", answer.abstain_reason, answer.detail)
-        answer_id = uuid.uuid4().hex[:16]
-        await self._log(q, answer, answer_id, asker, audience, ts)
-        return answer, answer_id
+        return answer, telemetry.answer_id()
 
     async def _log(self, q: Question, answer: Answer, answer_id: str, asker: Level, audience: Level, ts: str) -> None:
         """A failed write is logged and the answer still posted: feedback on it is then refused."""
@@ -179,7 +188,8 @@ class Answerer:
         await self.post(channel, None, blocks.notice(text))
 
     async def _update(self, channel: str, ts: str, message: dict[str, Any]) -> None:
-        await self.client.chat_update(channel=channel, ts=ts, **message)
+        with telemetry.posting():
+            await self.client.chat_update(channel=channel, ts=ts, **message)
 
 
 def question_text(slack_text: str, bot_user_id: str | None) -> str:

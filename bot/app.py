@@ -1,4 +1,4 @@
-"""The Bolt app and its aiohttp web app: `/slack/events`, `/healthz` and the git webhook."""
+"""The Bolt app and its aiohttp web app: `/slack/events`, health and metrics (bot.health) and the git webhook."""
 from __future__ import annotations
 
 import hashlib
@@ -23,11 +23,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.access import AccessPolicy, load_access
 from bot.answering import Answerer
 from bot.directory import Directory
+from bot.health import Readiness, health_routes, refuse_while_stopping, standard_checks
 from bot.limits import AnswerSlots, UserRateLimit
 from bot.listeners import register_listeners
 from bot.middleware import attach, drop_retries
 from bot.docs_sync import status_text
 from bot.services import Services, SyncCommand
+from bot.telemetry import ObservedWebClient, request_kind, slack_request
 from bot.ttl import TTLCache
 from bot.work import BackgroundWork
 from docsbot.settings import Settings
@@ -47,6 +49,7 @@ class DocsBot:
     services: Services
     signing_secret: str = field(repr=False)  # never in a repr, so never in a log line
     routes: list[web.RouteDef] = field(default_factory=list)
+    readiness: Readiness = field(default_factory=Readiness)
 
     @property
     def client(self) -> AsyncWebClient:
@@ -56,7 +59,7 @@ class DocsBot:
 def web_client(settings: Settings) -> AsyncWebClient:
     """Web API client at `SLACK_API_URL`, retrying connection errors and 429s (after Retry-After)."""
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
-    return AsyncWebClient(
+    return ObservedWebClient(
         token=token,
         base_url=settings.slack_api_url,
         timeout=15,
@@ -102,14 +105,15 @@ def build_bot(
     app.use(attach(services))
     app.use(drop_retries(services))
     register_listeners(app)
-    return DocsBot(app, services, secret, list(routes or []))
+    return DocsBot(app, services, secret, list(routes or []), Readiness(standard_checks(services)))
 
 
 def web_app(bot: DocsBot) -> web.Application:
-    web_application = web.Application(client_max_size=1024**2)
+    web_application = web.Application(client_max_size=1024**2,
+                                      middlewares=[refuse_while_stopping(bot.readiness, EVENTS_PATH)])
     web_application.add_routes([
         web.post(EVENTS_PATH, _events_handler(bot)),
-        web.get("/healthz", _healthz(bot)),
+        *health_routes(bot),
         *bot.routes,
     ])
     return web_application
@@ -166,14 +170,8 @@ def _events_handler(bot: DocsBot) -> Any:
         if not readable:
             log.warning("signed Slack request whose body is not a Slack payload (%d bytes): refused", len(raw))
             return web.json_response({"error": "malformed request body"}, status=400)
-        response = await bot.app.async_dispatch(bolt_request)
+        with slack_request(request_kind(bolt_request.body)):
+            response = await bot.app.async_dispatch(bolt_request)
         return await to_aiohttp_response(response)
 
     return slack_events
-
-
-def _healthz(bot: DocsBot) -> Any:
-    async def healthz(request: web.Request) -> web.Response:
-        return web.json_response({"ok": True, "answers_in_progress": bot.services.work.pending})
-
-    return healthz

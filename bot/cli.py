@@ -102,7 +102,7 @@ def serve_slack(settings: Settings, engine: Engine, with_worker: bool) -> int:
         async with sync_side(settings, engine, with_worker) as side:
             bot = build_bot(settings, engine, run_sync=side.command, routes=webhook_routes(settings, side.requests),
                             state=side.db)
-            await serve(bot, settings.port, app_token)
+            await serve(bot, settings.port, app_token, drain_s=settings.drain_s)
 
     asyncio.run(main())
     return 0

@@ -16,6 +16,7 @@ from bot.app import EVENTS_PATH, DocsBot, build_bot, web_app
 from bot.deliveries import SlackDeliveries
 from bot.services import SyncCommand
 from bot.standin import SlackStandIn, Workspace
+from bot.telemetry import close_client
 from docsbot.settings import Settings
 from rag.engine import Engine
 from state.db import StateDB
@@ -68,5 +69,6 @@ async def local_slack(
             await bot.services.work.idle(30)
         finally:
             await session.close()
+            await close_client(bot.client)
             await runner.cleanup()
             await standin.stop()

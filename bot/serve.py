@@ -1,31 +1,45 @@
 """`docsbot serve`: the bot on $PORT (HTTP mode), or over Socket Mode when SLACK_APP_TOKEN is set
-(the HTTP server then still serves /healthz and the git webhook)."""
+(the HTTP server then still serves health, metrics and the git webhook).
+
+A restart goes unnoticed: on SIGTERM (or SIGINT) readiness fails at once, new Slack requests get
+a 503 so Slack delivers them again elsewhere (Socket Mode: the socket is closed), and the answers
+in flight get DOCSBOT_DRAIN_S to finish. A placeholder still open after that is edited to say the
+bot was restarted, and its question is counted as failed.
+"""
 from __future__ import annotations
 
 import asyncio
 import logging
 import signal
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_sdk.errors import SlackApiError
 
+from bot import blocks, telemetry
 from bot.app import DocsBot, web_app
+from docsbot.observability.tracing import shutdown_tracing
 
 log = logging.getLogger(__name__)
 
-SHUTDOWN_GRACE_S = 30.0
+RESTARTED = "I was restarted before I could answer: please ask again."
+MAINTENANCE_EVERY_S = 3600.0  # answer-log retention and compaction, off the reply path
 
 
-async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str = "0.0.0.0") -> None:
-    """Run until SIGINT/SIGTERM, then let the answers in flight finish (up to 30 s)."""
+async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str = "0.0.0.0",
+                drain_s: float = 20.0) -> None:
+    """Run until SIGINT/SIGTERM, then drain (see the module docstring)."""
     runner = web.AppRunner(web_app(bot), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
+    await verify_slack_auth(bot)
     socket_mode = AsyncSocketModeHandler(bot.app, app_token) if app_token else None
     if socket_mode is not None:
         await socket_mode.connect_async()
-    log.warning("docsbot is listening on %s:%d (%s)", host, port,
-                "Socket Mode; HTTP for /healthz and webhooks" if socket_mode else "HTTP, Slack events at /slack/events")
+    log.info("docsbot is listening on %s:%d (%s)", host, port,
+             "Socket Mode; HTTP for health, metrics and webhooks" if socket_mode else "HTTP, Slack events at /slack/events")
+    maintenance = asyncio.create_task(maintain(bot), name="answer-log-maintenance")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -33,11 +47,62 @@ async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str
     try:
         await stop.wait()
     finally:
-        log.warning("shutting down: finishing %d answer(s) in progress", bot.services.work.pending)
-        if socket_mode is not None:
-            await socket_mode.close_async()
-        try:
-            await bot.services.work.idle(SHUTDOWN_GRACE_S)
-        except TimeoutError:
-            log.warning("some answers did not finish within %.0f s", SHUTDOWN_GRACE_S)
+        maintenance.cancel()
+        await drain(bot, socket_mode, drain_s)
         await runner.cleanup()
+        await telemetry.close_client(bot.client)
+        shutdown_tracing()
+
+
+async def verify_slack_auth(bot: DocsBot) -> None:
+    """auth.test once at start: readiness stays failed, with Slack's reason, until it passes."""
+    try:
+        auth = await bot.client.auth_test()
+    except SlackApiError as exc:
+        bot.readiness.slack_auth = f"Slack auth.test failed: {exc.response.get('error')} (run `docsbot doctor`)"
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        bot.readiness.slack_auth = f"Slack is unreachable: {type(exc).__name__} (run `docsbot doctor`)"
+    else:
+        bot.readiness.slack_auth = None
+        log.info("Slack auth verified", extra={"team_id": auth.get("team_id"), "bot_user_id": auth.get("user_id")})
+        return
+    log.error("%s", bot.readiness.slack_auth)
+
+
+async def drain(bot: DocsBot, socket_mode: AsyncSocketModeHandler | None, drain_s: float) -> None:
+    work = bot.services.work
+    bot.readiness.stopping = True
+    log.info("shutting down: %d answer(s) in progress get %.0f s to finish", work.pending, drain_s)
+    if socket_mode is not None:
+        await socket_mode.close_async()
+    try:
+        await work.idle(drain_s)
+    except TimeoutError:
+        log.warning("%d answer(s) did not finish within %.0f s", work.pending, drain_s)
+        await work.cancel_all()
+    await note_restarted(bot)
+
+
+async def note_restarted(bot: DocsBot) -> None:
+    """Edit every placeholder still open to the restart note (delete it if that fails)."""
+    answerer = bot.services.answerer
+    for placeholder in answerer.placeholders.still_open():
+        telemetry.failed(placeholder.surface, "restarted", placeholder.answer_id)
+        try:
+            await bot.client.chat_update(channel=placeholder.channel, ts=placeholder.ts, **blocks.notice(RESTARTED))
+        except (SlackApiError, aiohttp.ClientError, TimeoutError):
+            try:
+                await bot.client.chat_delete(channel=placeholder.channel, ts=placeholder.ts)
+            except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
+                log.warning("could not replace or delete a placeholder in %s: %s", placeholder.channel, exc)
+        answerer.placeholders.close(placeholder.channel, placeholder.ts)
+
+
+async def maintain(bot: DocsBot) -> None:
+    """Answer-log retention and compaction on a timer, never inside a question."""
+    while True:
+        await asyncio.sleep(MAINTENANCE_EVERY_S)
+        try:
+            await asyncio.to_thread(bot.services.answer_log.prune)
+        except Exception:
+            log.exception("answer log maintenance failed; retried in %.0f s", MAINTENANCE_EVERY_S)

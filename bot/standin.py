@@ -70,6 +70,7 @@ class SlackStandIn:
         self.messages: dict[str, list[dict[str, Any]]] = {cid: [] for cid in workspace.channels}
         self.responses: list[dict[str, Any]] = []  # payloads posted to response URLs
         self.failures: dict[str, list[Failure]] = {}
+        self.scopes: list[str] = []  # sent as Slack's x-oauth-scopes header when set
         self._ts = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -148,7 +149,7 @@ class SlackStandIn:
         except KeyError as exc:
             result = {"ok": False, "error": "invalid_arguments", "detail": f"missing {exc}"}
         call.ok = result["ok"]
-        return web.json_response(result)
+        return web.json_response(result, headers={"x-oauth-scopes": ",".join(self.scopes)} if self.scopes else None)
 
     async def _respond(self, request: web.Request) -> web.Response:
         payload = await request.json()

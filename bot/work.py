@@ -35,3 +35,11 @@ class BackgroundWork:
         async with asyncio.timeout(timeout_s):
             while self._tasks:
                 await asyncio.wait(set(self._tasks))
+
+    async def cancel_all(self, timeout_s: float = 2.0) -> None:
+        """Stop the tasks still running (a shutdown whose drain time is up) and let them unwind."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout_s)

@@ -13,7 +13,10 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from bot.cli import register as register_bot, run_bot
+from docsbot.doctor import register as register_doctor
 from docsbot.errors import UserError
+from docsbot.observability.logs import setup_logging
+from docsbot.observability.tracing import setup_tracing
 from docsbot.settings import Settings
 from rag.embeddings import EmbeddingError
 from rag.engine import Engine
@@ -136,7 +139,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_migrate)
     register_bot(sub)
     register_sync(sub)
+    register_doctor(sub)
     return parser
+
+
+def configure_observability(settings: Settings, command: str) -> None:
+    """Logging as configured (secrets masked), and traces when OTEL_EXPORTER_OTLP_ENDPOINT is set."""
+    secrets = [settings.slack_bot_token, settings.slack_signing_secret, settings.slack_app_token,
+               settings.openai_api_key, settings.webhook_secret, settings.repo]
+    setup_logging(settings.log_level, settings.log_format, settings.log_questions, secrets)
+    setup_tracing("docsbot-sync" if command == "sync" else "docsbot")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("docsbot.progress").setLevel(logging.INFO)  # a long index says how far it got
     try:
         settings = load_settings()
+        configure_observability(settings, args.command)
         return args.handler(settings, args)
     except (UserError, StoreError, EmbeddingError, GitError, StateUnavailable, ValueError) as exc:
         print(f"docsbot: error: {exc}", file=sys.stderr)

@@ -264,3 +264,21 @@ class Settings(BaseSettings):
     # Days answers (and the feedback on them) are kept in the `answers`/`feedback` tables beside
     # the index; older rows are deleted on a later write. 0 keeps everything.
     answer_log_days: int = 90
+
+    # -- Operating it: logs, metrics, restarts (docsbot/observability/, bot/serve.py) --------------
+    # Log lines as readable text (default) or one JSON object per line, at this level.
+    log_format: Literal["text", "json"] = "text"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # Put question and document text in log lines (off: only lengths, IDs and outcomes).
+    log_questions: bool = False
+    # Port of the sync worker's (`docsbot sync --watch`) /metrics; 0 turns it off. The bot serves
+    # /metrics on its own $PORT.
+    metrics_port: int = Field(default=9464, ge=0, le=65535)
+    # On SIGTERM, answers in flight get this long to finish before their placeholders are edited
+    # to a restart note (keep it under the platform's kill window, usually 30 s).
+    drain_s: float = Field(default=20.0, ge=0, le=300)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _log_level(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from docsbot.observability.tracing import span
 from docsbot.settings import Settings
 from rag.answer import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics
 from rag.check import check_answer
@@ -61,7 +62,8 @@ class Engine:
         timings: dict[str, float] = {}
         started = time.perf_counter()
         query_text = retrieval_text(question, history)
-        vector = (await asyncio.to_thread(self.embedder.embed, [query_text]))[0]  # CPU-bound
+        with span("embed"):
+            vector = (await asyncio.to_thread(self.embedder.embed, [query_text]))[0]  # CPU-bound
         timings["embed_ms"] = _ms(started)
         started = time.perf_counter()
         result = await retrieve(self.store, vector, query_text, int(level), self.settings, mode)
@@ -117,7 +119,8 @@ class Engine:
             return _abstain(answer, "no_match", "every match was dropped as an injection attempt", total)
         started = time.perf_counter()
         try:
-            raw = await self.generator.generate(question, sources, history)
+            with span("generate", model=self.generator.name):
+                raw = await self.generator.generate(question, sources, history)
         except ProviderError as exc:
             answer.retry_after = exc.retry_after
             return _abstain(answer, "provider_error", str(exc), total)

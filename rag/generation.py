@@ -17,6 +17,7 @@ from typing import Protocol
 
 import openai
 
+from docsbot.observability import metrics
 from docsbot.settings import Settings
 from rag.prompt import DECLINE_MARKER, Source, build_messages
 
@@ -79,6 +80,7 @@ class OpenAIChat:
             if remaining <= 0:
                 break
             timeout = min(s.llm_attempt_timeout_s, remaining)
+            metrics.LLM_CALLS.inc()
             try:
                 response = await asyncio.wait_for(
                     self._client.chat.completions.create(
@@ -92,15 +94,19 @@ class OpenAIChat:
                 )
                 return response.choices[0].message.content or ""
             except (asyncio.TimeoutError, *_RETRYABLE) as exc:
+                kind = metrics.llm_failed(exc)
                 problem = _describe(exc)
                 retry_after = retry_after_seconds(getattr(getattr(exc, "response", None), "headers", None))
             except openai.APIStatusError as exc:
+                metrics.llm_failed(exc)
                 raise ProviderError(f"the AI service refused the request ({_describe(exc)})") from None
             except openai.OpenAIError as exc:
+                metrics.llm_failed(exc)
                 raise ProviderError(f"the AI service failed ({_describe(exc)})") from None
             delay = retry_after if retry_after is not None else 0.5 * 2**attempt * (1 + random.random() / 2)
             if attempt == s.llm_max_retries or delay > deadline - time.monotonic():
                 break
+            metrics.LLM_RETRIES.labels(kind).inc()
             await asyncio.sleep(delay)
         raise ProviderError(f"the AI service is unavailable ({problem})", retry_after)
 

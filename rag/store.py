@@ -19,8 +19,10 @@ import numpy as np
 import pyarrow as pa
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust logger prints scan warnings at WARN
+os.environ.setdefault("LANCEDB_LOG", "error")  # the logger lancedb's own extension module reads
 
 import lancedb  # noqa: E402
+from docsbot.observability.tracing import traced  # noqa: E402
 from lancedb.index import FTS, Bitmap, BTree, IvfSq  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -284,6 +286,7 @@ class Store:
         self._wrote()
 
     # -- reads --------------------------------------------------------------------------------
+    @traced("search.dense")
     async def dense(self, vector: np.ndarray, max_rank: int, limit: int) -> list[Hit]:
         """Top `limit` chunks by cosine similarity among those at `max_rank` or below.
 
@@ -308,6 +311,7 @@ class Store:
             query = query.bypass_vector_index()
         return _hits(await query.to_arrow(), "_distance", lambda distance: 1.0 - distance)
 
+    @traced("search.text")
     async def text(self, query: str, max_rank: int, limit: int) -> list[Hit]:
         words = fts_query(query)
         if not words:

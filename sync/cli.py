@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from docsbot.observability import metrics
 from docsbot.settings import Settings
 from state.db import open_state
 from sync.service import local_folder, run_sync
@@ -71,8 +72,11 @@ def watched_path(settings: Settings) -> Path | None:
 
 async def watch_and_sync(settings: Settings) -> None:
     """The foreground `--watch` worker: stand by for the writer lease, then sync on requests, the
-    schedule and (for a local source) file changes, until SIGINT or SIGTERM."""
-    logging.getLogger("docsbot").setLevel(logging.INFO)
+    schedule and (for a local source) file changes, until SIGINT or SIGTERM. Metrics are served on
+    DOCSBOT_METRICS_PORT."""
+    if settings.metrics_port:
+        metrics.serve_metrics(settings.metrics_port)
+        log.info("metrics at http://0.0.0.0:%d/metrics", settings.metrics_port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

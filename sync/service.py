@@ -19,6 +19,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from docsbot.observability import metrics
+from docsbot.observability.tracing import span
 from docsbot.settings import Settings
 from rag.embeddings import Embedder, make_embedder
 from rag.indexer import Provenance, chunking_signature
@@ -48,7 +50,7 @@ def run_sync(settings: Settings, embedder: Embedder | None = None, lease: Writer
     store = Store(settings.data_dir)
     started = time.perf_counter()
     try:
-        with recording(settings):
+        with recording(settings), span("sync"):
             folder = local_folder(settings)
             if folder is None:
                 report = _sync_git(settings, store, embedder, started, lease)
@@ -56,8 +58,11 @@ def run_sync(settings: Settings, embedder: Embedder | None = None, lease: Writer
                 report = _sync_folder(settings, store, embedder, folder, started, lease)
     except Exception as exc:
         _record_failure(lease, exc)
+        metrics.observe_sync(False, time.perf_counter() - started)
         raise
     _record(lease, ok=True, report=report.to_json())
+    metrics.observe_sync(True, report.seconds, report)
+    metrics.observe_index(store.meta(), store.chunks().count_rows())
     log.info("%s", report.render())
     return report
 

@@ -18,7 +18,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import blocks, feedback
+from bot import blocks, feedback, telemetry
 from bot.services import Services, services_of
 from eval.candidates import find_candidates, render
 from rag.answer_log import AnswerLogError, LoggedAnswer, Vote
@@ -55,6 +55,7 @@ async def _vote(services: Services, client: AsyncWebClient, respond: AsyncRespon
         log.info("feedback not recorded: %s", exc)
         await _respond(respond, feedback.EXPIRED)
         return
+    telemetry.voted(vote, "button", answer_id)
     if vote == "up" or not await _open_form(client, body, answer_id):
         await _respond(respond, feedback.THANKS)
 
@@ -117,6 +118,7 @@ async def _reaction_added(services: Services, client: AsyncWebClient, event: dic
     record = await asyncio.to_thread(
         services.answer_log.add_feedback, answer.answer_id, event["user"], vote, "reaction"
     )
+    telemetry.voted(vote, "reaction", answer.answer_id)
     if vote == "down" and not record.reason:
         await _ephemeral(client, answer.channel, event["user"], answer.thread_ts or None,
                          feedback.ask_why(answer.answer_id))

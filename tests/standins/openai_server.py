@@ -1,4 +1,4 @@
-"""A local HTTP server speaking the OpenAI wire protocol (chat completions, embeddings).
+"""A local HTTP server speaking the OpenAI wire protocol (chat completions, embeddings, models).
 
 It runs in a background thread so both sync and async code under test can call it. Tests set
 its behaviour: the reply text, a delay, and failures (status + headers) for the next calls.
@@ -30,6 +30,7 @@ class OpenAIStandIn:
         self.reply: Callable[[list[dict[str, str]]], str] = lambda messages: "NOT_IN_DOCS"
         self.delay_s = 0.0
         self.failures: list[Failure] = []
+        self.models = ["gpt-4o-mini", "text-embedding-3-small"]  # what GET /v1/models lists
         self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -55,6 +56,7 @@ class OpenAIStandIn:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_get("/v1/models", self._models)
         self._runner = runner = web.AppRunner(app, shutdown_timeout=0.1)
         self._loop.run_until_complete(runner.setup())
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -86,6 +88,10 @@ class OpenAIStandIn:
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         })
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "standin"} for name in self.models]})
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         body, failure = await self._record(request)

@@ -1,0 +1,131 @@
+"""The bot's hooks into metrics, logs and traces (docsbot.observability), kept out of the
+answering and listener code, which only call these one-liners."""
+from __future__ import annotations
+
+import contextvars
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from docsbot.observability import metrics
+from docsbot.observability.logs import current_answer_id, new_answer_id, question_text
+from docsbot.observability.tracing import span
+from rag.answer import Answer
+
+log = logging.getLogger("docsbot.questions")
+
+_received: contextvars.ContextVar[float | None] = contextvars.ContextVar("docsbot_received", default=None)
+
+
+@contextmanager
+def slack_request(kind: str) -> Iterator[None]:
+    """Around Bolt's dispatch of one Slack request: its arrival time and the `slack.event` span,
+    both inherited by the tasks a listener starts (so a question's spans share one trace)."""
+    token = _received.set(time.perf_counter())
+    try:
+        with span("slack.event", **{"slack.type": kind}):
+            yield
+    finally:
+        _received.reset(token)
+
+
+def request_kind(body: Any) -> str:
+    """The event type, `command` or the interaction type of a parsed request body (bounded)."""
+    if not isinstance(body, dict):
+        return "unknown"
+    if "command" in body:
+        return "command"
+    event = body.get("event")
+    return str(event.get("type", "event")) if isinstance(event, dict) else str(body.get("type", "unknown"))[:40]
+
+
+def since_request() -> float | None:
+    """Seconds since the Slack request that started the current task arrived, if any."""
+    received = _received.get()
+    return time.perf_counter() - received if received is not None else None
+
+
+def surface_of(channel: str, announced: bool) -> str:
+    """mention | dm | command from how a question came in (`announced`: a `/docs` question)."""
+    if announced:
+        return "command"
+    return "dm" if channel.startswith("D") else "mention"
+
+
+def question_started(surface: str, user: str, channel: str, text: str) -> str:
+    """A new answer id for the current task, and the line that starts its story in the log."""
+    answer_id = new_answer_id()
+    log.info("question", extra={"surface": surface, "user": user, "channel": channel,
+                                "question": question_text(text)})
+    return answer_id
+
+
+def answer_id() -> str:
+    """The id of the question being answered in this task (a new one outside a question)."""
+    return current_answer_id() or new_answer_id()
+
+
+def answered(surface: str, answer: Answer) -> None:
+    """The answer (or abstention) is posted: count it, with its stage timings."""
+    timings = answer.diagnostics.timings_ms
+    metrics.observe_answer(surface, answer.answered, answer.abstain_reason, timings)
+    log.info("answered" if answer.answered else "abstained", extra={
+        "surface": surface, "reason": answer.abstain_reason or "", "detail": answer.detail,
+        "citations": len(answer.citations), "timings_ms": timings})
+
+
+def failed(surface: str, reason: str, answer_id: str | None = None) -> None:
+    """The question got no answer; `answer_id` when called outside the question's own task."""
+    metrics.observe_failure(surface, reason)
+    log.warning("question failed", extra={"surface": surface, "reason": reason, "answer_id": answer_id})
+
+
+def rejected_busy(surface: str) -> None:
+    metrics.REJECTED_BUSY.inc()
+    failed(surface, "busy")
+
+
+def voted(vote: str, source: str, answer_id: str) -> None:
+    metrics.FEEDBACK_VOTES.labels(vote, source).inc()
+    log.info("feedback", extra={"vote": vote, "source": source, "on_answer": answer_id})
+
+
+@contextmanager
+def posting() -> Iterator[None]:
+    """Around the Web API call that makes an answer visible: the `post` stage and its span."""
+    started = time.perf_counter()
+    with span("slack.post"):
+        yield
+    metrics.STAGE_SECONDS.labels("post").observe(time.perf_counter() - started)
+
+
+class ObservedWebClient(AsyncWebClient):
+    """The Web API client, counting failed calls by method and error, and reusing one aiohttp
+    session (opened on the first call, on the running loop) instead of one per call."""
+
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:  # type: ignore[override]
+        if self.session is None:
+            self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=100))
+        try:
+            return await super().api_call(api_method, **kwargs)
+        except SlackApiError as exc:
+            error = exc.response.get("error") if isinstance(exc.response.data, dict) else None
+            metrics.SLACK_API_ERRORS.labels(api_method, str(error or f"http_{exc.response.status_code}")[:60]).inc()
+            raise
+        except (aiohttp.ClientError, TimeoutError):
+            metrics.SLACK_API_ERRORS.labels(api_method, "connection_error").inc()
+            raise
+
+
+
+async def close_client(client: AsyncWebClient) -> None:
+    """Close the Web API client's shared session (at shutdown)."""
+    if client.session is not None and not client.session.closed:
+        await client.session.close()

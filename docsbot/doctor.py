@@ -1,0 +1,252 @@
+"""`docsbot doctor`: after a deploy, check everything the bot depends on, with a fix for each problem.
+
+Each check gives ok, warning (works, but probably not as intended) or failed (the bot cannot work
+as configured), and the exit status is 1 when anything failed. The checks only read: nothing is
+written to Slack, the index or the LLM beyond a one-token completion.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+import openai
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from docsbot.settings import Settings
+from rag.embeddings import Embedder, EmbeddingError, make_embedder
+from rag.store import Store, StoreError
+
+Status = Literal["ok", "warning", "failed"]
+MANIFEST = Path(__file__).resolve().parent.parent / "manifest.json"
+TIMEOUT_S = 10.0
+_SLACK_ID = {"users": re.compile(r"^[UW][A-Z0-9_]{2,}$"), "admins": re.compile(r"^[UW][A-Z0-9_]{2,}$"),
+             "groups": re.compile(r"^S[A-Z0-9_]{2,}$"), "channels": re.compile(r"^[CGD][A-Z0-9_]{2,}$")}
+
+
+@dataclass
+class Finding:
+    check: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+Check = Callable[[Settings], list[Finding]]
+
+
+# -- Slack -----------------------------------------------------------------------------------------
+def slack_checks(settings: Settings) -> list[Finding]:
+    if settings.slack_bot_token is None:
+        return [Finding("slack token", "warning", "SLACK_BOT_TOKEN is not set: only `docsbot console` works",
+                        "set SLACK_BOT_TOKEN (xoxb-…) from the app's OAuth & Permissions page")]
+    found = [_auth(settings)]
+    if settings.slack_signing_secret is None:
+        found.append(Finding("slack signing secret", "failed", "SLACK_SIGNING_SECRET is not set",
+                             "copy the Signing Secret from the app's Basic Information page"))
+    else:
+        found.append(Finding("slack signing secret", "ok", "set"))
+    found.append(_app_token(settings))
+    return found
+
+
+def _auth(settings: Settings) -> Finding:
+    client = WebClient(token=settings.slack_bot_token.get_secret_value(),  # type: ignore[union-attr]
+                       base_url=settings.slack_api_url, timeout=int(TIMEOUT_S))
+    try:
+        response = client.auth_test()
+    except SlackApiError as exc:
+        return Finding("slack auth", "failed", f"auth.test: {exc.response.get('error')}",
+                       "SLACK_BOT_TOKEN is wrong or revoked: copy the Bot User OAuth Token (xoxb-…) again, "
+                       "reinstalling the app if it was removed")
+    except Exception as exc:  # connection refused, DNS, TLS: all mean the same to the operator
+        return Finding("slack auth", "failed", f"cannot reach {settings.slack_api_url}: {type(exc).__name__}",
+                       "check SLACK_API_URL (leave it unset for Slack itself) and outbound network access")
+    granted = {s.strip() for s in (response.headers.get("x-oauth-scopes") or "").split(",") if s.strip()}
+    who = f"bot {response.get('user_id')} in team {response.get('team_id')}"
+    if not granted:
+        return Finding("slack auth", "warning", f"{who}; Slack did not say which scopes the token has",
+                       "compare the token's scopes with manifest.json by hand")
+    missing = sorted(set(manifest_scopes()) - granted)
+    if missing:
+        return Finding("slack auth", "failed", f"{who}; missing scopes: {', '.join(missing)}",
+                       "add them on the app's OAuth & Permissions page (or update it from manifest.json) and reinstall")
+    return Finding("slack auth", "ok", f"{who}; every scope in manifest.json granted")
+
+
+def manifest_scopes() -> list[str]:
+    return json.loads(MANIFEST.read_text())["oauth_config"]["scopes"]["bot"]
+
+
+def _app_token(settings: Settings) -> Finding:
+    if settings.slack_app_token is None:
+        return Finding("slack mode", "ok", "HTTP: Slack sends events to /slack/events (no SLACK_APP_TOKEN)")
+    if settings.slack_app_token.get_secret_value().startswith("xapp-"):
+        return Finding("slack mode", "ok", "Socket Mode (SLACK_APP_TOKEN is an app-level token)")
+    return Finding("slack mode", "failed", "SLACK_APP_TOKEN does not look like an app-level token (xapp-…)",
+                   "create an app-level token with connections:write on the app's Basic Information page")
+
+
+# -- LLM and embeddings ----------------------------------------------------------------------------
+def llm_checks(settings: Settings) -> list[Finding]:
+    if not settings.use_llm:
+        return [Finding("llm", "ok", "no LLM configured: the embedded extractive answerer is used")]
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "unused"
+    client = openai.OpenAI(api_key=key, base_url=settings.openai_base_url, max_retries=0, timeout=TIMEOUT_S)
+    where = settings.openai_base_url or "api.openai.com"
+    try:
+        models = [m.id for m in client.models.list()]
+    except openai.APIConnectionError as exc:
+        return [Finding("llm endpoint", "failed", f"cannot reach {where}: {type(exc).__name__}",
+                        "check OPENAI_BASE_URL and that the endpoint is up and reachable from here")]
+    except openai.AuthenticationError:
+        return [Finding("llm endpoint", "failed", f"{where} refused the key (401)", "set a valid OPENAI_API_KEY")]
+    except openai.APIStatusError as exc:
+        models = []
+        listed = Finding("llm model", "warning", f"{where} does not list models (HTTP {exc.status_code})",
+                         "make sure DOCSBOT_CHAT_MODEL names a model the endpoint serves")
+    else:
+        listed = (Finding("llm model", "ok", f"{settings.chat_model} is listed") if settings.chat_model in models
+                  else Finding("llm model", "failed", f"{settings.chat_model} is not among the {len(models)} models listed",
+                               f"set DOCSBOT_CHAT_MODEL to one of: {', '.join(models[:8]) or '(none)'}"))
+    found = [Finding("llm endpoint", "ok", f"{where} answers"), listed]
+    try:
+        client.chat.completions.create(model=settings.chat_model, max_tokens=1,
+                                       messages=[{"role": "user", "content": "Reply with: ok"}])
+        found.append(Finding("llm completion", "ok", "a one-token completion works"))
+    except openai.OpenAIError as exc:
+        found.append(Finding("llm completion", "failed", f"a one-token completion failed: {_brief(exc)}",
+                             "check DOCSBOT_CHAT_MODEL, the key's quota and the provider's status"))
+    return found
+
+
+def _brief(exc: BaseException) -> str:
+    status = getattr(exc, "status_code", None)
+    return f"HTTP {status}" if status else type(exc).__name__
+
+
+def embedding_check(settings: Settings) -> tuple[Finding, Embedder | None]:
+    try:
+        embedder = make_embedder(settings)
+        if settings.embedding_provider == "local":
+            return Finding("embeddings", "ok", f"{embedder.name} loaded, weights verified by sha256"), embedder
+        dim = embedder.embed(["docsbot doctor"]).shape[1]
+    except (EmbeddingError, openai.OpenAIError, OSError) as exc:
+        return Finding("embeddings", "failed", str(exc) or type(exc).__name__,
+                       "reinstall the project (local model) or check the embeddings endpoint and "
+                       "DOCSBOT_EMBEDDING_MODEL / DOCSBOT_EMBEDDING_DIM"), None
+    return Finding("embeddings", "ok", f"{embedder.name} answers with dimension {dim}"), embedder
+
+
+# -- the index -------------------------------------------------------------------------------------
+def index_checks(settings: Settings, embedder: Embedder | None) -> list[Finding]:
+    try:
+        store = Store(settings.data_dir)
+        if not store.exists():
+            return [Finding("index", "failed", f"no index at {settings.data_dir}",
+                            "run `docsbot index` (a folder) or `docsbot sync` (the docs repository)")]
+        if embedder is not None:
+            store.check_embedding(embedder.name, embedder.dim)
+        counts, meta = store.counts(), store.meta()
+    except StoreError as exc:
+        return [Finding("index", "failed", str(exc),
+                        "rebuild it with the configured model (`docsbot index` / `docsbot sync`), "
+                        "or configure the model it was built with")]
+    except Exception as exc:  # an unreachable bucket or an unreadable folder
+        return [Finding("index", "failed", f"cannot read {settings.data_dir}: {type(exc).__name__}: {exc}",
+                        "check DOCSBOT_DATA_DIR and, for a bucket, its credentials and network access")]
+    found = [Finding("index", "ok" if counts["chunks"] else "failed",
+                     f"{counts['documents']} documents, {counts['chunks']} chunks",
+                     "" if counts["chunks"] else "index some docs: `docsbot index` or `docsbot sync`")]
+    found.append(_freshness(meta))
+    return found
+
+
+def _freshness(meta: dict) -> Finding:
+    commit, date, last = meta.get("commit"), meta.get("commit_date"), meta.get("last_sync")
+    if last and not last.get("ok"):
+        return Finding("index freshness", "warning", f"the last sync failed at {last['at']}: {last['error']}",
+                       "run `docsbot sync` and fix what it reports")
+    if not commit:
+        return Finding("index freshness", "ok", "built from a folder (no git commit)")
+    age = ""
+    if date:
+        days = (datetime.now(timezone.utc) - datetime.fromisoformat(date)).total_seconds() / 86400
+        age = f", committed {days:.1f} days ago"
+    return Finding("index freshness", "ok", f"indexed commit {commit[:12]}{age}")
+
+
+# -- configuration files and secrets ------------------------------------------------------------------
+def access_check(settings: Settings) -> list[Finding]:
+    from bot.access import AccessFileError, load_access
+
+    if not settings.access_file:
+        return [Finding("access file", "warning", "DOCSBOT_ACCESS_FILE is not set: everyone reads public docs only",
+                        "copy bot/access.example.toml, fill in your IDs, and point DOCSBOT_ACCESS_FILE at it")]
+    try:
+        policy = load_access(settings.access_file)
+    except (AccessFileError, OSError) as exc:
+        return [Finding("access file", "failed", str(exc), "fix the file (its format is described in bot/access.py)")]
+    named = {"users": policy.users, "groups": policy.groups, "channels": policy.channels, "admins": policy.admins}
+    odd = [f"{kind}: {key}" for kind, keys in named.items() for key in keys if not _SLACK_ID[kind].match(key)]
+    if odd:
+        return [Finding("access file", "failed", f"entries that are not Slack IDs: {', '.join(sorted(odd)[:6])}",
+                        "use IDs, not names (profile ▸ ⋮ ▸ Copy member ID; channel details ▸ channel ID)")]
+    total = sum(len(keys) for keys in named.values())
+    return [Finding("access file", "ok", f"{settings.access_file}: {total} IDs, all well-formed")]
+
+
+def webhook_check(settings: Settings) -> list[Finding]:
+    from sync.workcopy import is_local_uri
+
+    if settings.repo is None or is_local_uri(settings.repo.get_secret_value()):
+        return []
+    if settings.webhook_secret is None:
+        return [Finding("git webhook", "warning", "DOCSBOT_REPO is a URL but DOCSBOT_WEBHOOK_SECRET is not set: "
+                        "pushes are refused and only scheduled syncs run",
+                        "set DOCSBOT_WEBHOOK_SECRET and the same secret on the repository's push webhook")]
+    return [Finding("git webhook", "ok", "secret set")]
+
+
+# Checks run after the built-in ones (e.g. the shared state store's) are appended here.
+EXTRA_CHECKS: list[Check] = []
+
+
+def run_checks(settings: Settings) -> list[Finding]:
+    embedding, embedder = embedding_check(settings)
+    findings = [*slack_checks(settings), *llm_checks(settings), embedding, *index_checks(settings, embedder),
+                *access_check(settings), *webhook_check(settings)]
+    for check in EXTRA_CHECKS:
+        findings += check(settings)
+    return findings
+
+
+def render(findings: list[Finding]) -> str:
+    width = max(len(f.check) for f in findings)
+    lines = []
+    for f in findings:
+        lines.append(f"{f.status.upper():<8} {f.check:<{width}}  {f.detail}")
+        if f.fix:
+            lines.append(f"{'':<8} {'':<{width}}  fix: {f.fix}")
+    failed = sum(f.status == "failed" for f in findings)
+    warned = sum(f.status == "warning" for f in findings)
+    lines.append(f"\n{len(findings)} checks: {failed} failed, {warned} warnings")
+    return "\n".join(lines)
+
+
+def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
+    findings = run_checks(settings)
+    print(json.dumps([asdict(f) for f in findings], indent=2) if args.json else render(findings))
+    return 1 if any(f.status == "failed" for f in findings) else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="check Slack, the LLM, embeddings, the index and the config files")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_doctor)

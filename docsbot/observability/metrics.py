@@ -1,0 +1,170 @@
+"""Every Prometheus metric of docsbot, defined in this one place, and the few helpers that feed them.
+
+All series are prefixed `docsbot_` and live in prometheus-client's default registry; the bot
+serves them at `/metrics` on its HTTP port, the sync worker on `DOCSBOT_METRICS_PORT`. Labels
+carry only bounded values (surfaces, outcomes, fixed abstention reasons, stage names, error
+kinds, Slack method names and error codes): never user text or IDs.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest, start_http_server
+
+from rag.answer import ABSTAIN_MESSAGES
+
+# -- questions -----------------------------------------------------------------------------------
+SURFACES = ("mention", "dm", "command", "assistant")
+QUESTIONS = Counter(
+    "docsbot_questions_total", "Questions by surface and outcome (answered, abstained, failed) with the reason",
+    ["surface", "outcome", "reason"],
+)
+STAGE_SECONDS = Histogram(
+    "docsbot_stage_seconds", "Latency of one answering stage (embed, retrieve, rerank, generate, post, total)",
+    ["stage"], buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60),
+)
+FIRST_REPLY_SECONDS = Histogram(
+    "docsbot_event_to_first_reply_seconds", "From the Slack request reaching the bot to its first visible reply",
+    ["surface"], buckets=(0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30),
+)
+QUEUE_DEPTH = Gauge("docsbot_answers_in_progress", "Answers being worked on now (background tasks)")
+REJECTED_BUSY = Counter("docsbot_questions_rejected_busy_total", "Questions turned away because every answer slot was taken")
+FEEDBACK_VOTES = Counter("docsbot_feedback_votes_total", "Feedback votes by vote (up, down) and source (button, reaction)",
+                         ["vote", "source"])
+
+# -- outside services ------------------------------------------------------------------------------
+LLM_CALLS = Counter("docsbot_llm_calls_total", "Chat-completion attempts sent to the LLM endpoint")
+LLM_ERRORS = Counter("docsbot_llm_errors_total", "Failed LLM attempts by kind", ["kind"])
+LLM_RETRIES = Counter("docsbot_llm_retries_total", "LLM attempts retried, by the kind of the failure retried", ["kind"])
+SLACK_API_ERRORS = Counter("docsbot_slack_api_errors_total", "Slack Web API calls that failed, by method and error",
+                           ["method", "error"])
+
+# -- sync and the index ----------------------------------------------------------------------------
+SYNC_RUNS = Counter("docsbot_sync_runs_total", "Syncs by outcome (ok, failed)", ["outcome"])
+SYNC_SECONDS = Histogram("docsbot_sync_duration_seconds", "Duration of a sync",
+                         buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800))
+SYNC_FILES = Counter("docsbot_sync_files_total", "Files changed by syncs, by change", ["change"])
+SYNC_CHUNKS = Counter("docsbot_sync_chunks_total", "Chunks written by syncs: embedded anew or reused from the cache",
+                      ["source"])
+INDEX_CHUNKS = Gauge("docsbot_index_chunks", "Chunks in the index being served")
+INDEX_COMMIT_AGE = Gauge("docsbot_index_commit_age_seconds", "Now minus the commit date of what is being served")
+SYNC_AGE = Gauge("docsbot_seconds_since_last_successful_sync", "Now minus the end of the last successful sync")
+
+_FILE_CHANGES = ("added", "modified", "deleted", "renamed")
+STAGES = ("embed", "retrieve", "rerank", "generate", "post", "total")
+FAILURES = ("error", "restarted", "rate_limited", "busy")
+LLM_ERROR_KINDS = ("timeout", "429", "5xx", "other")
+
+
+def _declare_series() -> None:
+    """Every bounded label combination exists from the start at 0, so a rate() or an alert on
+    a series sees it before its first event (Slack errors are the one open-ended set)."""
+    for surface in SURFACES:
+        QUESTIONS.labels(surface, "answered", "")
+        for reason in ABSTAIN_MESSAGES:
+            QUESTIONS.labels(surface, "abstained", reason)
+        for reason in FAILURES:
+            QUESTIONS.labels(surface, "failed", reason)
+        FIRST_REPLY_SECONDS.labels(surface)
+    for stage in STAGES:
+        STAGE_SECONDS.labels(stage)
+    for vote in ("up", "down"):
+        for source in ("button", "reaction"):
+            FEEDBACK_VOTES.labels(vote, source)
+    for kind in LLM_ERROR_KINDS:
+        LLM_ERRORS.labels(kind)
+        LLM_RETRIES.labels(kind)
+    for outcome in ("ok", "failed"):
+        SYNC_RUNS.labels(outcome)
+    for change in _FILE_CHANGES:
+        SYNC_FILES.labels(change)
+    for source in ("embedded", "reused"):
+        SYNC_CHUNKS.labels(source)
+
+
+_declare_series()
+_index_times: dict[str, float] = {}
+
+
+def _age(key: str) -> float:
+    at = _index_times.get(key)
+    return time.time() - at if at is not None else math.nan
+
+
+INDEX_COMMIT_AGE.set_function(lambda: _age("commit"))
+SYNC_AGE.set_function(lambda: _age("sync"))
+
+
+def llm_error_kind(exc: BaseException) -> str:
+    """timeout | 429 | 5xx | other, from an exception of the OpenAI client (or asyncio's timeout)."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in type(exc).__name__:
+        return "timeout"
+    status = getattr(exc, "status_code", None)
+    if status == 429:
+        return "429"
+    if isinstance(status, int) and status >= 500:
+        return "5xx"
+    return "other"
+
+
+def llm_failed(exc: BaseException) -> str:
+    """Count one failed LLM attempt; its kind."""
+    kind = llm_error_kind(exc)
+    LLM_ERRORS.labels(kind).inc()
+    return kind
+
+
+def serve_metrics(port: int) -> None:
+    """/metrics on its own port, from a daemon thread (the sync worker has no web app)."""
+    start_http_server(port)
+
+
+def observe_answer(surface: str, answered: bool, reason: str | None, timings_ms: dict[str, float]) -> None:
+    """One question's outcome and its stage timings (the engine's `diagnostics.timings_ms`)."""
+    QUESTIONS.labels(surface, "answered" if answered else "abstained", reason or "").inc()
+    for key, ms in timings_ms.items():
+        STAGE_SECONDS.labels(key.removesuffix("_ms")).observe(ms / 1000)
+
+
+def observe_failure(surface: str, reason: str) -> None:
+    QUESTIONS.labels(surface, "failed", reason).inc()
+
+
+def observe_sync(ok: bool, seconds: float, report: Any = None) -> None:
+    """One sync run; `report` (a sync.report.SyncReport) gives the files and chunks changed."""
+    SYNC_RUNS.labels("ok" if ok else "failed").inc()
+    SYNC_SECONDS.observe(seconds)
+    if report is not None:
+        for change in _FILE_CHANGES:
+            SYNC_FILES.labels(change).inc(getattr(report, change))
+        SYNC_CHUNKS.labels("embedded").inc(report.chunks_embedded)
+        SYNC_CHUNKS.labels("reused").inc(report.chunks_reused)
+
+
+def observe_index(meta: dict[str, Any], chunks: int) -> None:
+    """The served index's size, commit date and last successful sync (from the store's meta)."""
+    INDEX_CHUNKS.set(chunks)
+    for key, value in (("commit", meta.get("commit_date")), ("sync", meta.get("last_success_at"))):
+        at = _timestamp(value)
+        if at is None:
+            _index_times.pop(key, None)
+        else:
+            _index_times[key] = at
+
+
+def _timestamp(value: object) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
+
+
+def exposition() -> tuple[bytes, str]:
+    """The scrape body and its content type."""
+    return generate_latest(), CONTENT_TYPE_LATEST

@@ -1,0 +1,114 @@
+"""`docsbot doctor` against the Slack and OpenAI stand-ins and a real index: all ok when all is
+well, and each broken part reported as failed with its fix (exit status 1)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+from pydantic import SecretStr
+
+from bot import demo
+from bot.bench_acks import free_port
+from bot.standin import SlackStandIn
+from docsbot.doctor import Finding, manifest_scopes, run_checks
+from docsbot.settings import Settings
+from rag.engine import Engine
+from tests.conftest import REPO
+from tests.standins.openai_server import OpenAIStandIn
+
+
+@dataclass
+class World:
+    standin: SlackStandIn
+    model: OpenAIStandIn
+    settings: Settings
+
+    async def check(self, **overrides: object) -> dict[str, Finding]:
+        findings = await asyncio.to_thread(run_checks, self.settings.model_copy(update=overrides))
+        return {f.check: f for f in findings}
+
+
+@pytest.fixture
+async def world(sample_engine: Engine, openai_standin: OpenAIStandIn) -> AsyncIterator[World]:
+    standin = await SlackStandIn(demo.demo_workspace(), demo.TOKEN).start()
+    standin.scopes = manifest_scopes()
+    settings = sample_engine.settings.model_copy(update={
+        "slack_bot_token": SecretStr(demo.TOKEN), "slack_signing_secret": SecretStr(demo.SIGNING_SECRET),
+        "slack_api_url": standin.base_url, "openai_base_url": openai_standin.base_url,
+        "access_file": str(demo.ACCESS_FILE),
+    })
+    yield World(standin, openai_standin, settings)
+    await standin.stop()
+
+
+def failed(findings: dict[str, Finding]) -> dict[str, Finding]:
+    return {name: f for name, f in findings.items() if f.status == "failed"}
+
+
+async def test_all_ok_against_the_stand_ins(world: World) -> None:
+    findings = await world.check()
+    assert {name: f.status for name, f in findings.items()} == {
+        "slack auth": "ok", "slack signing secret": "ok", "slack mode": "ok", "llm endpoint": "ok",
+        "llm model": "ok", "llm completion": "ok", "embeddings": "ok", "index": "ok", "index freshness": "ok",
+        "access file": "ok"}
+    assert "23 documents" in findings["index"].detail
+    assert world.model.requests[-1][1]["max_tokens"] == 1  # the completion check costs one token
+
+
+async def test_wrong_token(world: World) -> None:
+    [(name, finding)] = failed(await world.check(slack_bot_token=SecretStr("xoxb-wrong"))).items()
+    assert name == "slack auth" and "invalid_auth" in finding.detail and "SLACK_BOT_TOKEN" in finding.fix
+
+
+async def test_missing_scope(world: World) -> None:
+    world.standin.scopes = [s for s in manifest_scopes() if s != "reactions:read"]
+    [(name, finding)] = failed(await world.check()).items()
+    assert name == "slack auth" and "missing scopes: reactions:read" in finding.detail and "reinstall" in finding.fix
+
+
+async def test_closed_llm_port(world: World) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/v1"
+    [(name, finding)] = failed(await world.check(openai_base_url=closed)).items()
+    assert name == "llm endpoint" and closed in finding.detail and "OPENAI_BASE_URL" in finding.fix
+
+
+async def test_model_not_served(world: World) -> None:
+    [(name, finding)] = failed(await world.check(chat_model="gpt-nonexistent")).items()
+    assert name == "llm model" and "gpt-4o-mini" in finding.fix
+
+
+async def test_model_mismatched_index(world: World, sample_engine: Engine) -> None:
+    sample_engine.store.set_meta(embedding={"model": "bge-large", "dim": 1024})
+    [(name, finding)] = failed(await world.check()).items()
+    assert name == "index" and "bge-large" in finding.detail and "rebuild" in finding.fix
+
+
+async def test_access_file_with_names_instead_of_ids(world: World, tmp_path: pytest.TempPathFactory) -> None:
+    access = tmp_path / "access.toml"  # type: ignore[operator]
+    access.write_text('admins = ["alice"]\n[channels]\n"#general" = "team"\n')
+    [(name, finding)] = failed(await world.check(access_file=str(access))).items()
+    assert name == "access file" and "admins: alice" in finding.detail and "channels: #general" in finding.detail
+
+
+async def doctor(world: World, *args: str, **env: str) -> tuple[int, str]:
+    environment = {**os.environ, "SLACK_BOT_TOKEN": demo.TOKEN, "SLACK_SIGNING_SECRET": demo.SIGNING_SECRET,
+                   "SLACK_API_URL": world.standin.base_url, "OPENAI_BASE_URL": world.model.base_url,
+                   "DOCSBOT_DATA_DIR": world.settings.data_dir, "DOCSBOT_ACCESS_FILE": str(demo.ACCESS_FILE), **env}
+    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "docsbot.cli", "doctor", *args, cwd=REPO,
+                                                   env=environment, stdout=asyncio.subprocess.PIPE)
+    out, _ = await asyncio.wait_for(process.communicate(), 120)
+    return process.returncode, out.decode()  # type: ignore[return-value]
+
+
+async def test_the_command_exits_non_zero_on_any_failure(world: World) -> None:
+    status, out = await doctor(world, "--json")
+    assert status == 0 and all(f["status"] == "ok" for f in json.loads(out))
+    status, out = await doctor(world, SLACK_BOT_TOKEN="xoxb-wrong")
+    assert status == 1
+    assert "FAILED   slack auth" in out and "fix: SLACK_BOT_TOKEN is wrong" in out and "1 failed" in out
+    assert "xoxb-wrong" not in out

@@ -1,0 +1,165 @@
+"""Metrics and readiness, end to end: the real bot app on a local port, signed Slack requests, the
+Slack and OpenAI stand-ins, and `/metrics` and `/readyz` read over HTTP like Prometheus and a
+load balancer read them."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+from bot import demo
+from bot.deliveries import buttons
+from bot.local import LocalSlack, local_slack
+from bot.standin import Failure
+from rag.engine import Engine
+from rag.generation import make_generator
+from tests.standins.openai_server import Failure as OpenAIFailure
+from tests.standins.openai_server import OpenAIStandIn
+
+VPN = "how do I set up the VPN?"
+UNKNOWN = "what is the airspeed velocity of an unladen swallow?"
+BREAK_GLASS = "who approves break-glass access to the production database?"
+
+SERIES = [
+    "docsbot_questions_total", "docsbot_stage_seconds", "docsbot_event_to_first_reply_seconds",
+    "docsbot_answers_in_progress", "docsbot_questions_rejected_busy_total", "docsbot_feedback_votes_total",
+    "docsbot_llm_calls_total", "docsbot_llm_errors_total", "docsbot_llm_retries_total",
+    "docsbot_slack_api_errors_total", "docsbot_sync_runs_total", "docsbot_sync_duration_seconds",
+    "docsbot_sync_files_total", "docsbot_sync_chunks_total", "docsbot_index_chunks",
+    "docsbot_index_commit_age_seconds", "docsbot_seconds_since_last_successful_sync",
+]
+
+
+async def metrics_text(local: LocalSlack) -> str:
+    async with aiohttp.ClientSession() as session, session.get(local.base_url + "/metrics") as response:
+        assert response.status == 200 and response.content_type == "text/plain"
+        return await response.text()
+
+
+async def scrape(local: LocalSlack) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of /metrics by (name, sorted labels)."""
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(await metrics_text(local)) for s in family.samples}
+
+
+def total(samples: dict, name: str, **labels: str) -> float:
+    return sum(v for (n, ls), v in samples.items() if n == name and labels.items() <= dict(ls).items())
+
+
+def delta(after: dict, before: dict, name: str, **labels: str) -> float:
+    return total(after, name, **labels) - total(before, name, **labels)
+
+
+async def readyz(local: LocalSlack) -> tuple[int, dict[str, Any]]:
+    async with aiohttp.ClientSession() as session, session.get(local.base_url + "/readyz") as response:
+        return response.status, await response.json()
+
+
+async def ask(local: LocalSlack, user: str, channel: str, text: str) -> None:
+    ts = local.standin.post_as_user(channel, user, text)
+    assert (await local.slack.event(local.slack.mention(user, channel, text, ts))).status == 200
+
+
+async def test_metrics_exposes_every_series_and_outcomes_add_up(sample_engine: Engine) -> None:
+    async with local_slack(sample_engine.settings, sample_engine) as local:
+        families = {f.name for f in text_string_to_metric_families(await metrics_text(local))}
+        missing = [s for s in SERIES if s.removesuffix("_total") not in families]
+        assert not missing, missing
+        before = await scrape(local)
+        questions = [(demo.BOB, demo.GENERAL, VPN)] * 3 + [(demo.ALICE, demo.GENERAL, UNKNOWN)] * 2 + [
+            (demo.ALICE, demo.GENERAL, BREAK_GLASS)]
+        for user, channel, text in questions:
+            await ask(local, user, channel, text)
+        dm = local.standin.dm_channel(demo.BOB)
+        ts = local.standin.post_as_user(dm, demo.BOB, VPN)
+        await local.slack.event(local.slack.direct_message(demo.BOB, dm, VPN, ts))
+        await local.slack.command(demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        after = await scrape(local)
+
+    n = len(questions) + 2
+    assert delta(after, before, "docsbot_questions_total") == n
+    outcomes = {o: delta(after, before, "docsbot_questions_total", outcome=o) for o in ("answered", "abstained", "failed")}
+    assert outcomes == {"answered": 5, "abstained": 3, "failed": 0}
+    assert delta(after, before, "docsbot_questions_total", outcome="abstained", reason="no_access") == 1
+    assert delta(after, before, "docsbot_questions_total", surface="dm") == 1
+    assert delta(after, before, "docsbot_questions_total", surface="command") == 1
+    assert delta(after, before, "docsbot_questions_total", surface="mention") == len(questions)
+    assert delta(after, before, "docsbot_event_to_first_reply_seconds_count") == n
+    for stage in ("embed", "retrieve", "post", "total"):
+        assert delta(after, before, "docsbot_stage_seconds_count", stage=stage) >= n - 1, stage
+    assert total(after, "docsbot_index_chunks") > 0
+    assert after[("docsbot_answers_in_progress", ())] == 0
+
+
+async def test_failures_are_counted_by_kind(sample_engine: Engine, openai_standin: OpenAIStandIn) -> None:
+    openai_standin.reply = lambda messages: "Use the VPN portal [1]."
+    settings = sample_engine.settings.model_copy(update={
+        "openai_base_url": openai_standin.base_url, "llm_max_retries": 1, "llm_attempt_timeout_s": 10.0,
+        "bot_user_questions_per_minute": 3})
+    engine = dataclasses.replace(sample_engine, settings=settings, generator=make_generator(settings))
+    async with local_slack(settings, engine) as local:
+        before = await scrape(local)
+        # A 429 then a 500: retried once, then given up on (an abstention: provider_error).
+        openai_standin.failures = [OpenAIFailure(429, {"retry-after": "0"}), OpenAIFailure(500)]
+        await ask(local, demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        # The answer cannot be posted: a failed question and a Slack error by method and code.
+        local.standin.fail_next("chat.update", Failure("msg_too_long"))
+        await ask(local, demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        # A feedback vote on a posted answer.
+        await ask(local, demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        update = local.standin.calls_to("chat.update", ok_only=True)[-1]
+        await local.slack.click(demo.BOB, demo.GENERAL, buttons(update)[0], update)
+        await ask(local, demo.BOB, demo.GENERAL, VPN)  # the fourth in a minute: over the limit
+        await local.settle()
+        after = await scrape(local)
+
+    assert delta(after, before, "docsbot_llm_errors_total", kind="429") == 1
+    assert delta(after, before, "docsbot_llm_errors_total", kind="5xx") == 1
+    assert delta(after, before, "docsbot_llm_retries_total", kind="429") == 1
+    assert delta(after, before, "docsbot_llm_calls_total") == 4
+    assert delta(after, before, "docsbot_questions_total", outcome="abstained", reason="provider_error") == 1
+    assert delta(after, before, "docsbot_questions_total", outcome="failed", reason="error") == 1
+    assert delta(after, before, "docsbot_slack_api_errors_total", method="chat.update", error="msg_too_long") == 1
+    assert delta(after, before, "docsbot_feedback_votes_total", vote="up", source="button") == 1
+    assert delta(after, before, "docsbot_questions_total", outcome="failed", reason="rate_limited") == 1
+    assert delta(after, before, "docsbot_questions_total", outcome="answered") == 1
+    assert delta(after, before, "docsbot_questions_total") == 4
+
+
+async def test_labels_never_carry_user_text_or_ids(sample_engine: Engine) -> None:
+    async with local_slack(sample_engine.settings, sample_engine) as local:
+        await ask(local, demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        text = await metrics_text(local)
+    for private in ("VPN", demo.BOB, demo.GENERAL, demo.TOKEN):
+        assert private not in text
+
+
+async def test_readiness_reports_each_problem_and_turns_off_at_shutdown(sample_engine: Engine) -> None:
+    async with local_slack(sample_engine.settings, sample_engine) as local:
+        status, body = await readyz(local)
+        assert status == 503 and set(body["problems"]) == {"slack"}  # auth.test not verified yet
+        local.bot.readiness.slack_auth = None
+        assert await readyz(local) == (200, {"ready": True, "problems": {}})
+
+        store = sample_engine.store
+        built = store.meta()["embedding"]
+        store.set_meta(embedding={"model": "another-model", "dim": 768})
+        status, body = await readyz(local)
+        assert status == 503 and "another-model" in body["problems"]["index"]
+        store.set_meta(embedding=built)
+        assert (await readyz(local))[0] == 200
+
+        local.bot.readiness.stopping = True
+        status, body = await readyz(local)
+        assert status == 503 and "shutting down" in body["problems"]["shutdown"]
+        refused = await local.slack.event(local.slack.mention(demo.BOB, demo.GENERAL, VPN, "1.000001"))
+        assert refused.status == 503
+        async with aiohttp.ClientSession() as session, session.get(local.base_url + "/healthz") as response:
+            assert response.status == 200  # liveness: the process still answers
