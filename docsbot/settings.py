@@ -30,7 +30,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "chunk_size": (50, 100_000),
     "chunk_overlap": (0, 100_000),
     "embedding_dim": (1, 65_536),
-    "embedding_threads": (1, 1_024),
+    "embedding_threads": (0, 1_024),  # 0: one per core for bulk indexing
     "embedding_batch": (1, 4_096),
     "llm_attempt_timeout_s": (0.001, DAY_S),
     "llm_total_timeout_s": (0.001, DAY_S),
