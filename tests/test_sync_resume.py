@@ -54,7 +54,7 @@ def test_sync_killed_at_half_embeds_only_the_rest(tmp_path: Path) -> None:
                 break
             time.sleep(0.05)
         assert first.poll() is None, "the sync ended before it was half-way: " + first.stderr.read().decode()[-500:]
-        status = render_status(read_status(Store(settings.data_dir), progress))
+        status = render_status(read_status(Store(settings.data_dir), {"last_sync": None, "last_success_at": None}, progress))
         os.kill(first.pid, signal.SIGKILL)
     finally:
         first.kill()
