@@ -70,7 +70,7 @@ def root_logging() -> None:
 def test_text_lines_mask_secrets_even_in_tracebacks(root_logging: None, capsys: pytest.CaptureFixture) -> None:
     from pydantic import SecretStr
 
-    setup_logging("info", "text", secrets=[SecretStr("xoxb-very-secret"), None])
+    setup_logging("info", "text", secrets=[SecretStr("xoxb-very-secret"), None], force=True)
     log = logging.getLogger("docsbot.test")
     try:
         raise RuntimeError("token xoxb-very-secret was refused")
