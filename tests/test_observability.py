@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -21,6 +22,8 @@ from bot.bench_acks import free_port
 from bot.deliveries import buttons
 from bot.local import LocalSlack, local_slack
 from bot.standin import Failure
+from docsbot.cli import load_settings
+from docsbot.errors import UserError
 from rag.engine import Engine
 from eval.bench_sync import commit_files
 from rag.generation import make_generator
@@ -147,6 +150,10 @@ async def test_labels_never_carry_user_text_or_ids(sample_engine: Engine) -> Non
     async with local_slack(sample_engine.settings, sample_engine) as local:
         await ask(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
+        session = local.bot.client.session  # one HTTP session for every Web API call
+        await ask(local, demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        assert session is not None and local.bot.client.session is session and not session.closed
         text = await metrics_text(local)
     for private in ("VPN", demo.BOB, demo.GENERAL, demo.TOKEN):
         assert private not in text
@@ -218,3 +225,16 @@ def test_the_dashboard_only_queries_series_that_exist() -> None:
     assert used and used <= exposed, used - exposed
     assert {"outcome", "stage", "kind"} <= {label for expr in exprs for label in re.findall(r"by \(([a-z, ]+)\)", expr)
                                             for label in label.replace(" ", "").split(",")}
+
+
+@pytest.mark.parametrize("name, value", [("DOCSBOT_DRAIN_S", "-1"), ("DOCSBOT_LOG_FORMAT", "xml"),
+                                         ("DOCSBOT_METRICS_PORT", "70000"), ("DOCSBOT_LOG_LEVEL", "loud")])
+def test_operating_settings_are_validated(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(UserError, match=name):
+        load_settings()
+
+
+def test_log_level_is_case_insensitive(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCSBOT_LOG_LEVEL", "debug")
+    assert load_settings().log_level == "DEBUG"
