@@ -48,6 +48,8 @@ async def test_json_logs_tie_a_question_together_and_keep_secrets_out(sample_eng
     assert story[0] == "question" and "answered" in story and "feedback" in story
     asked = next(r for r in records if r.get("answer_id") == answer_id and r["message"] == "question")
     assert asked["user"] == demo.BOB and asked["channel"] == demo.GENERAL and asked["question"] == f"<{len(VPN)} chars>"
+    done = next(r for r in records if r.get("answer_id") == answer_id and r["message"] == "answered")
+    assert done["message_ts"] == update["ts"] and done["cited"] and done["timings_ms"]["generate_ms"] >= 0
     assert any(r["message"] == "question failed" and r["reason"] == "error" for r in records)
     everything = "\n".join(lines)
     for secret in (demo.TOKEN, demo.SIGNING_SECRET, OPENAI_KEY, WEBHOOK_SECRET):
