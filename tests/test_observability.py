@@ -238,3 +238,21 @@ def test_operating_settings_are_validated(monkeypatch: pytest.MonkeyPatch, name:
 def test_log_level_is_case_insensitive(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCSBOT_LOG_LEVEL", "debug")
     assert load_settings().log_level == "DEBUG"
+
+
+async def test_the_answer_is_posted_before_it_is_recorded(sample_engine: Engine) -> None:
+    """Recording the answer (and any log maintenance) is off the reply path."""
+    recorded_when_posted: list[bool] = []
+    async with local_slack(sample_engine.settings, sample_engine) as local:
+        log = local.bot.services.answer_log
+
+        def on_call(call: Any) -> None:
+            if call.method == "chat.update" and call.ok:
+                recorded_when_posted.append(log.get(buttons(call.params)[0]["value"]) is not None)
+
+        local.standin.on_call = on_call
+        await ask(local, demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        update = local.standin.calls_to("chat.update", ok_only=True)[0]
+        assert recorded_when_posted == [False]
+        assert log.get(buttons(update)[0]["value"]).question == VPN  # recorded right after
