@@ -105,7 +105,7 @@ class Answerer:
                     raise
                 answer, answer_id = await self._ask(q, asker, asker)
                 await private(blocks.answer_message(answer, answer_id))
-                telemetry.answered(surface, answer)
+                telemetry.answered(surface, answer, "")
                 await self._log(q, answer, answer_id, asker, asker, "")
                 return
             except SlackApiError as exc:
@@ -123,7 +123,7 @@ class Answerer:
                 await self._update(q.channel, placeholder, blocks.notice(FAILED))
                 self.placeholders.close(q.channel, placeholder)
                 return
-        telemetry.answered(surface, answer)
+        telemetry.answered(surface, answer, placeholder)
         await self._log(q, answer, answer_id, asker, audience_level, placeholder)  # posted first, then recorded
         could_use_more = not answer.answered and answer.abstain_reason in _LEVEL_BOUND
         if asker > level and (could_use_more or answer.diagnostics.blocked):

@@ -82,6 +82,14 @@ class Load:
                 await asyncio.sleep(0.05)
 
 
+def serve_env(standin: SlackStandIn, model: OpenAIStandIn, port: int, data_dir: str) -> dict[str, str]:
+    """The environment of a `docsbot serve` on `port` pointed at the two stand-ins (no LLM retries)."""
+    return {"SLACK_BOT_TOKEN": demo.TOKEN, "SLACK_SIGNING_SECRET": demo.SIGNING_SECRET,
+            "SLACK_API_URL": standin.base_url, "PORT": str(port), "OPENAI_BASE_URL": model.base_url,
+            "DOCSBOT_DATA_DIR": data_dir, "DOCSBOT_DOCS_DIR": str(REPO / "docs-sync"),
+            "DOCSBOT_ACCESS_FILE": str(demo.ACCESS_FILE), "DOCSBOT_LLM_MAX_RETRIES": "0"}
+
+
 async def start_bot(env: dict[str, str], base_url: str) -> asyncio.subprocess.Process:
     bot = await asyncio.create_subprocess_exec(sys.executable, "-m", "docsbot.cli", "serve", cwd=REPO,
                                                env={**os.environ, **env})
@@ -106,11 +114,8 @@ async def bench(n: int, delay_s: float, data_dir: str) -> bool:
     standin = await SlackStandIn(demo.demo_workspace(), demo.TOKEN).start()
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
-    env = {"SLACK_BOT_TOKEN": demo.TOKEN, "SLACK_SIGNING_SECRET": demo.SIGNING_SECRET,
-           "SLACK_API_URL": standin.base_url, "PORT": str(port), "OPENAI_BASE_URL": model.base_url,
-           "DOCSBOT_DATA_DIR": data_dir, "DOCSBOT_DOCS_DIR": str(docs), "DOCSBOT_ACCESS_FILE": str(demo.ACCESS_FILE),
-           "DOCSBOT_BOT_USER_QUESTIONS_PER_MINUTE": str(10 * n), "DOCSBOT_BOT_MAX_CONCURRENT_ANSWERS": str(2 * n),
-           "DOCSBOT_LLM_MAX_RETRIES": "0"}
+    env = serve_env(standin, model, port, data_dir) | {
+        "DOCSBOT_BOT_USER_QUESTIONS_PER_MINUTE": str(10 * n), "DOCSBOT_BOT_MAX_CONCURRENT_ANSWERS": str(2 * n)}
     bot = await start_bot(env, base_url)
     ok = True
     try:

@@ -9,7 +9,6 @@ More checks (e.g. the shared state store) are added by appending to `Readiness.c
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,8 +22,6 @@ if TYPE_CHECKING:
     from bot.services import Services
     from rag.engine import Engine
 
-log = logging.getLogger(__name__)
-
 Check = Callable[[], Awaitable[str | None]]  # a problem in plain words, or None when fine
 CHECK_TIMEOUT_S = 5.0
 STOPPING = "shutting down: this instance takes no new requests"
@@ -32,6 +29,8 @@ STOPPING = "shutting down: this instance takes no new requests"
 
 @dataclass
 class Readiness:
+    """What `/readyz` reports; `checks` maps a name to a probe (append more, e.g. a state store)."""
+
     checks: dict[str, Check] = field(default_factory=dict)
     slack_auth: str | None = "Slack auth not verified yet"  # set by `docsbot serve` after auth.test
     stopping: bool = False

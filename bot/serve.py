@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -34,7 +35,7 @@ async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     await verify_slack_auth(bot)
-    socket_mode = AsyncSocketModeHandler(bot.app, app_token) if app_token else None
+    socket_mode = ObservedSocketMode(bot.app, app_token) if app_token else None
     if socket_mode is not None:
         await socket_mode.connect_async()
     log.info("docsbot is listening on %s:%d (%s)", host, port,
@@ -52,6 +53,14 @@ async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str
         await runner.cleanup()
         await telemetry.close_client(bot.client)
         shutdown_tracing()
+
+
+class ObservedSocketMode(AsyncSocketModeHandler):
+    """Socket Mode requests get the arrival time and `slack.event` span HTTP ones get in bot.app."""
+
+    async def handle(self, client: Any, req: Any) -> None:
+        with telemetry.slack_request(telemetry.request_kind(req.payload)):
+            await super().handle(client, req)
 
 
 async def verify_slack_auth(bot: DocsBot) -> None:

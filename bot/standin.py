@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,7 @@ class SlackStandIn:
         self.responses: list[dict[str, Any]] = []  # payloads posted to response URLs
         self.failures: dict[str, list[Failure]] = {}
         self.scopes: list[str] = []  # sent as Slack's x-oauth-scopes header when set
+        self.on_call: Callable[[Call], None] | None = None  # a test looks at the world as each call lands
         self._ts = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -149,6 +151,8 @@ class SlackStandIn:
         except KeyError as exc:
             result = {"ok": False, "error": "invalid_arguments", "detail": f"missing {exc}"}
         call.ok = result["ok"]
+        if self.on_call is not None:
+            self.on_call(call)
         return web.json_response(result, headers={"x-oauth-scopes": ",".join(self.scopes)} if self.scopes else None)
 
     async def _respond(self, request: web.Request) -> web.Response:

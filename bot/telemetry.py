@@ -21,6 +21,7 @@ from rag.answer import Answer
 
 log = logging.getLogger("docsbot.questions")
 
+_MODEL_WORDS = {"declined", "invalid_citations"}  # abstentions whose detail is the model's reply
 _received: contextvars.ContextVar[float | None] = contextvars.ContextVar("docsbot_received", default=None)
 
 
@@ -72,13 +73,22 @@ def answer_id() -> str:
     return current_answer_id() or new_answer_id()
 
 
-def answered(surface: str, answer: Answer) -> None:
-    """The answer (or abstention) is posted: count it, with its stage timings."""
-    timings = answer.diagnostics.timings_ms
-    metrics.observe_answer(surface, answer.answered, answer.abstain_reason, timings)
+def answered(surface: str, answer: Answer, message_ts: str) -> None:
+    """The answer (or abstention) is posted as `message_ts` ("" when only the asker sees it):
+    count it with its stage timings, and log what retrieval and generation did."""
+    diag = answer.diagnostics
+    metrics.observe_answer(surface, answer.answered, answer.abstain_reason, diag.timings_ms)
     log.info("answered" if answer.answered else "abstained", extra={
-        "surface": surface, "reason": answer.abstain_reason or "", "detail": answer.detail,
-        "citations": len(answer.citations), "timings_ms": timings})
+        "surface": surface, "reason": answer.abstain_reason or "", "detail": _detail(answer),
+        "message_ts": message_ts, "candidates": diag.candidates, "passed_threshold": diag.passed_threshold,
+        "best_similarity": diag.best_similarity, "blocked": diag.blocked,
+        "cited": [c.doc_path for c in answer.citations], "timings_ms": diag.timings_ms})
+
+
+def _detail(answer: Answer) -> str:
+    """The technical reason of an abstention; the model's own words count as doc text."""
+    generated = answer.abstain_reason in _MODEL_WORDS
+    return question_text(answer.detail) if generated else answer.detail
 
 
 def failed(surface: str, reason: str, answer_id: str | None = None) -> None:

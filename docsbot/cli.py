@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import re
 import sys
 from pathlib import Path
@@ -153,8 +152,6 @@ def configure_observability(settings: Settings, command: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("docsbot.progress").setLevel(logging.INFO)  # a long index says how far it got
     try:
         settings = load_settings()
         configure_observability(settings, args.command)

@@ -22,8 +22,9 @@ os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust logger prints scan w
 os.environ.setdefault("LANCEDB_LOG", "error")  # the logger lancedb's own extension module reads
 
 import lancedb  # noqa: E402
-from docsbot.observability.tracing import traced  # noqa: E402
 from lancedb.index import FTS, Bitmap, BTree, IvfSq  # noqa: E402
+
+from docsbot.observability.tracing import traced  # noqa: E402
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ import aiohttp
 
 from bot import demo
 from bot.app import EVENTS_PATH
-from bot.bench_acks import free_port
+from bot.bench_acks import free_port, serve_env
 from bot.deliveries import SlackDeliveries
 from bot.standin import SlackStandIn
-from tests.conftest import REPO, SAMPLE_DOCS
+from tests.conftest import REPO
 from tests.standins.openai_server import OpenAIStandIn
 
 
@@ -65,13 +65,8 @@ async def served(data_dir: str, model_delay_s: float = 0.0, **env: str) -> Async
     standin = await SlackStandIn(demo.demo_workspace(), demo.TOKEN).start()
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
-    environment = {
-        **os.environ, "SLACK_BOT_TOKEN": demo.TOKEN, "SLACK_SIGNING_SECRET": demo.SIGNING_SECRET,
-        "SLACK_API_URL": standin.base_url, "PORT": str(port), "OPENAI_BASE_URL": model.base_url,
-        "DOCSBOT_DATA_DIR": data_dir, "DOCSBOT_DOCS_DIR": str(SAMPLE_DOCS), "DOCSBOT_ACCESS_FILE": str(demo.ACCESS_FILE),
-        "DOCSBOT_BOT_USER_QUESTIONS_PER_MINUTE": "100", "DOCSBOT_LLM_MAX_RETRIES": "0",
-        "DOCSBOT_LLM_ATTEMPT_TIMEOUT_S": "30", **env,
-    }
+    environment = {**os.environ, **serve_env(standin, model, port, data_dir),
+                   "DOCSBOT_BOT_USER_QUESTIONS_PER_MINUTE": "100", "DOCSBOT_LLM_ATTEMPT_TIMEOUT_S": "30", **env}
     process = await asyncio.create_subprocess_exec(sys.executable, "-m", "docsbot.cli", "serve", cwd=REPO,
                                                    env=environment, stderr=asyncio.subprocess.PIPE)
     session = aiohttp.ClientSession()

@@ -112,3 +112,13 @@ async def test_the_command_exits_non_zero_on_any_failure(world: World) -> None:
     assert status == 1
     assert "FAILED   slack auth" in out and "fix: SLACK_BOT_TOKEN is wrong" in out and "1 failed" in out
     assert "xoxb-wrong" not in out
+
+
+async def test_socket_mode_token_and_webhook_secret(world: World) -> None:
+    findings = await world.check(slack_app_token=SecretStr("xoxb-not-an-app-token"),
+                                 repo=SecretStr("https://git.example.com/team/docs.git"))
+    assert findings["slack mode"].status == "failed" and "xapp-" in findings["slack mode"].detail
+    assert findings["git webhook"].status == "warning" and "DOCSBOT_WEBHOOK_SECRET" in findings["git webhook"].fix
+    findings = await world.check(slack_app_token=SecretStr("xapp-1-A0-1-abc"), webhook_secret=SecretStr("s3cret"),
+                                 repo=SecretStr("https://git.example.com/team/docs.git"))
+    assert findings["slack mode"].status == "ok" and findings["git webhook"].status == "ok"

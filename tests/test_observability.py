@@ -3,20 +3,34 @@ Slack and OpenAI stand-ins, and `/metrics` and `/readyz` read over HTTP like Pro
 load balancer read them."""
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import json
+import os
+import re
+import sys
+from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
+from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot import demo
+from bot.bench_acks import free_port
 from bot.deliveries import buttons
 from bot.local import LocalSlack, local_slack
 from bot.standin import Failure
+from docsbot.cli import load_settings
+from docsbot.errors import UserError
 from rag.engine import Engine
+from eval.bench_sync import commit_files
 from rag.generation import make_generator
+from tests.conftest import REPO
 from tests.standins.openai_server import Failure as OpenAIFailure
 from tests.standins.openai_server import OpenAIStandIn
+from tests.test_sync_support import new_repo
 
 VPN = "how do I set up the VPN?"
 UNKNOWN = "what is the airspeed velocity of an unladen swallow?"
@@ -136,6 +150,10 @@ async def test_labels_never_carry_user_text_or_ids(sample_engine: Engine) -> Non
     async with local_slack(sample_engine.settings, sample_engine) as local:
         await ask(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
+        session = local.bot.client.session  # one HTTP session for every Web API call
+        await ask(local, demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        assert session is not None and local.bot.client.session is session and not session.closed
         text = await metrics_text(local)
     for private in ("VPN", demo.BOB, demo.GENERAL, demo.TOKEN):
         assert private not in text
@@ -163,3 +181,78 @@ async def test_readiness_reports_each_problem_and_turns_off_at_shutdown(sample_e
         assert refused.status == 503
         async with aiohttp.ClientSession() as session, session.get(local.base_url + "/healthz") as response:
             assert response.status == 200  # liveness: the process still answers
+
+
+async def test_the_sync_worker_serves_its_metrics(tmp_path: Path) -> None:
+    """`docsbot sync --watch` (a real process) on DOCSBOT_METRICS_PORT: runs, files, chunks, ages."""
+    source = new_repo(tmp_path / "upstream")
+    commit_files(source, {"ops/oncall.md": "# On-call\n\nPages are answered within 15 minutes.\n",
+                          "ops/deploy.md": "# Deploys\n\nDeploy from main after review.\n"})
+    port = free_port()
+    env = {**os.environ, "DOCSBOT_REPO": str(source), "DOCSBOT_DATA_DIR": str(tmp_path / "index"),
+           "DOCSBOT_DEFAULT_LEVEL": "team", "DOCSBOT_METRICS_PORT": str(port), "DOCSBOT_SYNC_JITTER_S": "0"}
+    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "docsbot.cli", "sync", "--watch", cwd=REPO,
+                                                   env=env, stderr=asyncio.subprocess.DEVNULL)
+    samples: dict = {}
+    try:
+        async with asyncio.timeout(90), aiohttp.ClientSession() as session:
+            while total(samples, "docsbot_sync_runs_total", outcome="ok") < 1:
+                await asyncio.sleep(0.2)
+                try:
+                    async with session.get(f"http://127.0.0.1:{port}/metrics") as response:
+                        text = await response.text()
+                except aiohttp.ClientError:
+                    continue
+                samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                           for family in text_string_to_metric_families(text) for s in family.samples}
+    finally:
+        process.terminate()
+        await process.wait()
+    assert total(samples, "docsbot_sync_files_total", change="added") == 2
+    assert total(samples, "docsbot_sync_chunks_total", source="embedded") == 2
+    assert total(samples, "docsbot_sync_duration_seconds_count") == 1
+    assert total(samples, "docsbot_index_chunks") == 2
+    assert 0 <= total(samples, "docsbot_seconds_since_last_successful_sync") < 90
+    assert 0 <= total(samples, "docsbot_index_commit_age_seconds") < 300
+
+
+def test_the_dashboard_only_queries_series_that_exist() -> None:
+    dashboard = json.loads((REPO / "dashboards" / "docsbot.json").read_text())
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    used = {name for expr in exprs for name in re.findall(r"docsbot_[a-z_]+", expr)}
+    exposed = {sample.name for family in REGISTRY.collect() for sample in family.samples} | {
+        "docsbot_slack_api_errors_total"}  # no sample before the first error
+    assert used and used <= exposed, used - exposed
+    assert {"outcome", "stage", "kind"} <= {label for expr in exprs for label in re.findall(r"by \(([a-z, ]+)\)", expr)
+                                            for label in label.replace(" ", "").split(",")}
+
+
+@pytest.mark.parametrize("name, value", [("DOCSBOT_DRAIN_S", "-1"), ("DOCSBOT_LOG_FORMAT", "xml"),
+                                         ("DOCSBOT_METRICS_PORT", "70000"), ("DOCSBOT_LOG_LEVEL", "loud")])
+def test_operating_settings_are_validated(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(UserError, match=name):
+        load_settings()
+
+
+def test_log_level_is_case_insensitive(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCSBOT_LOG_LEVEL", "debug")
+    assert load_settings().log_level == "DEBUG"
+
+
+async def test_the_answer_is_posted_before_it_is_recorded(sample_engine: Engine) -> None:
+    """Recording the answer (and any log maintenance) is off the reply path."""
+    recorded_when_posted: list[bool] = []
+    async with local_slack(sample_engine.settings, sample_engine) as local:
+        log = local.bot.services.answer_log
+
+        def on_call(call: Any) -> None:
+            if call.method == "chat.update" and call.ok:
+                recorded_when_posted.append(log.get(buttons(call.params)[0]["value"]) is not None)
+
+        local.standin.on_call = on_call
+        await ask(local, demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        update = local.standin.calls_to("chat.update", ok_only=True)[0]
+        assert recorded_when_posted == [False]
+        assert log.get(buttons(update)[0]["value"]).question == VPN  # recorded right after

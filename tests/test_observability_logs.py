@@ -48,6 +48,8 @@ async def test_json_logs_tie_a_question_together_and_keep_secrets_out(sample_eng
     assert story[0] == "question" and "answered" in story and "feedback" in story
     asked = next(r for r in records if r.get("answer_id") == answer_id and r["message"] == "question")
     assert asked["user"] == demo.BOB and asked["channel"] == demo.GENERAL and asked["question"] == f"<{len(VPN)} chars>"
+    done = next(r for r in records if r.get("answer_id") == answer_id and r["message"] == "answered")
+    assert done["message_ts"] == update["ts"] and done["cited"] and done["timings_ms"]["generate_ms"] >= 0
     assert any(r["message"] == "question failed" and r["reason"] == "error" for r in records)
     everything = "\n".join(lines)
     for secret in (demo.TOKEN, demo.SIGNING_SECRET, OPENAI_KEY, WEBHOOK_SECRET):
@@ -70,7 +72,7 @@ def root_logging() -> None:
 def test_text_lines_mask_secrets_even_in_tracebacks(root_logging: None, capsys: pytest.CaptureFixture) -> None:
     from pydantic import SecretStr
 
-    setup_logging("info", "text", secrets=[SecretStr("xoxb-very-secret"), None])
+    setup_logging("info", "text", secrets=[SecretStr("xoxb-very-secret"), None], force=True)
     log = logging.getLogger("docsbot.test")
     try:
         raise RuntimeError("token xoxb-very-secret was refused")

@@ -95,15 +95,19 @@ class TextFormatter(logging.Formatter):
 
 
 def setup_logging(level: str = "INFO", fmt: str = "text", log_questions: bool = False,
-                  secrets: list[SecretStr | None] | None = None) -> None:
-    """Configure the root logger once for the process (the `docsbot` command calls it first)."""
+                  secrets: list[SecretStr | None] | None = None, force: bool = False) -> None:
+    """Configure the root logger for the process (the `docsbot` command calls it first). Like
+    logging.basicConfig, it leaves a root logger that already has handlers alone (a host process
+    or a test runner configured logging) unless `force` is given."""
     global _log_questions
     _log_questions = log_questions
+    root = logging.getLogger()
+    if root.handlers and not force:
+        return
     handler = logging.StreamHandler(sys.stderr)
     formatter = JsonFormatter() if fmt == "json" else TextFormatter()
     handler.setFormatter(_Masking(formatter, [s.get_secret_value() for s in secrets or [] if s is not None]))
     handler.addFilter(_Context())
-    root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
