@@ -311,6 +311,10 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)  # stderr: --json output stays clean
+
+
 def _sizes(text: str) -> list[int]:
     return [int(part) for part in text.split(",") if part.strip()]
 
@@ -327,8 +331,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--ingest-chunks", type=int, default=400, help="real chunks embedded and indexed")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731  (stderr: --json stays clean)
     with tempfile.TemporaryDirectory(prefix="docsbot-bench-") as tmp:
-        result = run(Path(tmp), args.sizes, args.probe_sizes, args.queries, args.ingest_chunks, log=log)
+        result = run(Path(tmp), args.sizes, args.probe_sizes, args.queries, args.ingest_chunks, log=_log)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0
