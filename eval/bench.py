@@ -42,7 +42,7 @@ from docsbot.settings import Settings  # noqa: E402
 from rag.chunking import chunk_document  # noqa: E402
 from rag.documents import AccessRules, Document, load_folder  # noqa: E402
 from rag.embeddings import Embedder, make_embedder  # noqa: E402
-from eval.bench_ingest import measure_ingest, report as ingest_report  # noqa: E402
+from eval.bench_ingest import measure_ingest, query_latency, report as ingest_report  # noqa: E402
 from rag.levels import Level  # noqa: E402
 from rag.store import Store, vector_array  # noqa: E402
 
@@ -218,6 +218,8 @@ def run(
     base_vectors = base["vector"].combine_chunks().flatten().to_numpy().reshape(base.num_rows, -1)
     texts = make_queries(docs, set(base["doc_path"].to_pylist()), settings, queries)
     corpus = Corpus(base, texts, embedder.embed(texts))
+    log("query embedding while a sync embeds in the same process ...")
+    rate["query_embed"] = query_latency(base["search_text"].to_pylist()[:32], texts[:20], settings.embedding_batch)
 
     data = synthesize(base_vectors, assign_levels(base, seed), max(sizes + probe_sizes), seed)
     store = Store(str(workdir / "bench"), refresh_s=None)
