@@ -96,7 +96,7 @@ def measure_ingest(workdir: Path, docs: list[Document], settings: Settings, chun
                     process_vectors.update(zip(texts, vectors))
                 else:
                     stats: IndexStats = apply_documents(stores[config], models[config], settings, group, {})
-                    _add(steps[config], stats.steps)
+                    _add(steps[config], stats.steps.seconds)
                 wall[config] += time.perf_counter() - started
     total = stores["threads"].counts()["chunks"]
     embedded = len(process_vectors)
