@@ -18,7 +18,10 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pyarrow as pa
 
-os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust logger prints scan warnings at WARN
+# The Rust logger prints scan and index-build notices at WARN; lancedb reads LANCEDB_LOG (and
+# pylance LANCE_LOG) once, at import. Deprecations are fixed in the queries (see dense, text).
+for _variable in ("LANCEDB_LOG", "LANCE_LOG"):
+    os.environ.setdefault(_variable, "error")
 
 import lancedb  # noqa: E402
 from lancedb.index import FTS, Bitmap, BTree, IvfSq  # noqa: E402
