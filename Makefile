@@ -6,11 +6,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test eval bench install
 
+# Installs only when pyproject.toml changed since the last install (the stamp), and then silently:
+# -qq keeps pip's errors but not its warnings (e.g. the editable-install notice from setuptools).
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
-	touch $(STAMP)
+	@echo "installing docsbot and its dependencies into $(VENV) ..."
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -qq --upgrade pip
+	@$(BIN)/python -m pip install -qq -e '.[test]'
+	@touch $(STAMP)
 
 install: $(STAMP)
 

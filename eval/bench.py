@@ -29,7 +29,9 @@ import tempfile  # noqa: E402
 import asyncio  # noqa: E402
 import inspect  # noqa: E402
 import time  # noqa: E402
+import warnings  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
+from datetime import timedelta  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Callable  # noqa: E402
 
@@ -40,15 +42,16 @@ from docsbot.settings import Settings  # noqa: E402
 from rag.chunking import chunk_document  # noqa: E402
 from rag.documents import AccessRules, Document, load_folder  # noqa: E402
 from rag.embeddings import Embedder, make_embedder  # noqa: E402
-from eval.bench_ingest import measure_ingest, report as ingest_report  # noqa: E402
+from eval.bench_ingest import measure_ingest, query_latency, report as ingest_report  # noqa: E402
 from rag.levels import Level  # noqa: E402
 from rag.store import Store, vector_array  # noqa: E402
 
 AWSDOCS = Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "awsdocs-dev"
 K = 16
 NOISE = 0.7
-BATCH_ROWS = 10_000  # rows per Store.write while a table grows (bulk loads scan slower)
+BATCH_ROWS = 25_000  # rows per Store.write while a table grows (one huge write scans slower)
 NEVER = 2**62  # an ann_min_rows no table reaches: every search is a flat scan
+FLAT_MAX_ROWS = 200_000  # larger tables skip the flat-scan comparison (~1 s a query at 1M rows)
 # Access filters measured: (name, max rank, share of rows passing). Documents get levels so
 # that about 10% of rows are public and 60% team: team readers pass ~70%, public ones ~10%.
 FILTERS = (("team", int(Level.team), 0.7), ("public", int(Level.public), 0.1))
@@ -91,11 +94,15 @@ def synthesize(base_vectors: np.ndarray, base_ranks: np.ndarray, rows: int, seed
     rng = np.random.default_rng(seed)
     primary = np.arange(rows) % len(base_vectors)
     other = rng.integers(0, len(base_vectors), rows)
-    weight = rng.uniform(0.0, 1.0, (rows, 1)).astype(np.float32)
-    noise = rng.standard_normal((rows, base_vectors.shape[1]), dtype=np.float32) / np.sqrt(base_vectors.shape[1])
-    vectors = base_vectors[primary] + weight * base_vectors[other] + NOISE * noise
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    return Synthetic(vectors.astype(np.float32), base_ranks[primary], primary)
+    vectors = np.empty((rows, base_vectors.shape[1]), np.float32)
+    for start in range(0, rows, BATCH_ROWS):  # in slices: a million rows' temporaries would take GBs
+        stop = min(rows, start + BATCH_ROWS)
+        weight = rng.uniform(0.0, 1.0, (stop - start, 1)).astype(np.float32)
+        noise = rng.standard_normal((stop - start, base_vectors.shape[1]), dtype=np.float32)
+        part = base_vectors[primary[start:stop]] + weight * base_vectors[other[start:stop]]
+        part += NOISE * noise / np.sqrt(base_vectors.shape[1])
+        vectors[start:stop] = part / np.linalg.norm(part, axis=1, keepdims=True)
+    return Synthetic(vectors, base_ranks[primary], primary)
 
 
 def assign_levels(base: pa.Table, seed: int) -> np.ndarray:
@@ -211,6 +218,8 @@ def run(
     base_vectors = base["vector"].combine_chunks().flatten().to_numpy().reshape(base.num_rows, -1)
     texts = make_queries(docs, set(base["doc_path"].to_pylist()), settings, queries)
     corpus = Corpus(base, texts, embedder.embed(texts))
+    log("query embedding while a sync embeds in the same process ...")
+    rate["query_embed"] = query_latency(base["search_text"].to_pylist()[:32], texts[:20], settings.embedding_batch)
 
     data = synthesize(base_vectors, assign_levels(base, seed), max(sizes + probe_sizes), seed)
     store = Store(str(workdir / "bench"), refresh_s=None)
@@ -221,27 +230,33 @@ def run(
         log(f"{rows:,} rows: writing and maintaining ...")
         grow(store, base, data, have, rows)
         have = rows
-        store.maintain(NEVER)
-        flat = {name: asyncio.run(measure(store, data, rows, corpus, rank)) for name, rank, _ in FILTERS}
+        probe = rows in probe_sizes or rows <= FLAT_MAX_ROWS
+        if probe:
+            store.maintain(NEVER)
+            flat = {name: asyncio.run(measure(store, data, rows, corpus, rank)) for name, rank, _ in FILTERS}
         started = time.perf_counter()
         store.build_ann_index()
         build_s = round(time.perf_counter() - started, 2)
         store.maintain(0)
-        ann = {name: asyncio.run(measure(store, data, rows, corpus, rank)) for name, rank, _ in FILTERS}
-        for name, _, _ in FILTERS:
-            points.append({
-                "rows": rows, "filter": name, "rows_passing": flat[name]["rows_passing"],
-                "flat_p50_ms": flat[name]["p50_ms"], "flat_ratio": flat[name]["ratio"],
-                "ann_p50_ms": ann[name]["p50_ms"], "ann_ratio": ann[name]["ratio"],
-                "ann_recall@16": ann[name]["recall@16"], "index_build_s": build_s,
-            })
-            log(_point_line(points[-1]))
+        if probe:
+            ann = {name: asyncio.run(measure(store, data, rows, corpus, rank)) for name, rank, _ in FILTERS}
+            for name, _, _ in FILTERS:
+                points.append({
+                    "rows": rows, "filter": name, "rows_passing": flat[name]["rows_passing"],
+                    "flat_p50_ms": flat[name]["p50_ms"], "flat_ratio": flat[name]["ratio"],
+                    "ann_p50_ms": ann[name]["p50_ms"], "ann_ratio": ann[name]["ratio"],
+                    "ann_recall@16": ann[name]["recall@16"], "index_build_s": build_s,
+                })
+                log(_point_line(points[-1]))
         if rows in sizes:
-            store.maintain(settings.ann_min_rows)
+            with warnings.catch_warnings():  # "concurrent readers of old versions will fail": there are none
+                warnings.simplefilter("ignore", UserWarning)
+                store.maintain(settings.ann_min_rows, cleanup_after=timedelta(0))  # disk: the live version only
             retrieval[str(rows)] = {
                 name: _with_route(asyncio.run(measure(store, data, rows, corpus, rank, embedder)), rows, settings.ann_min_rows)
                 for name, rank, _ in FILTERS
-            } | {"index_build_s": build_s}
+            } | {"index_build_s": build_s, "disk_mb": _disk_mb(workdir / "bench")}
+            log(f"{rows:,} rows: index build {build_s} s, {retrieval[str(rows)]['disk_mb']} MB on disk")
     return {
         "retrieval": retrieval,
         "ann_min_rows": {"configured": settings.ann_min_rows, "measured": crossover(points), "points": points},
@@ -252,6 +267,10 @@ def run(
             "ann": {"partition_rows": Store.ANN_PARTITION_ROWS, "nprobes": Store.ANN_NPROBES},
         },
     }
+
+
+def _disk_mb(folder: Path) -> float:
+    return round(sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20, 1)
 
 
 def _with_route(figures: dict[str, Any], rows: int, ann_min_rows: int) -> dict[str, Any]:
@@ -285,12 +304,17 @@ def report(result: dict[str, Any]) -> str:
                 f"{r['p95_ms']:>7.1f} {r['p50_with_embed_ms']:>8.1f} {r['p95_with_embed_ms']:>8.1f} "
                 f"{r['baseline_p50_ms']:>7.1f} {r['ratio']:>6.2f} {r['recall@16']:>9.3f}"
             )
+        lines.append(f"{'':>8} index build {filters['index_build_s']} s, {filters['disk_mb']:,} MB on disk")
     ann = result["ann_min_rows"]
     lines += ["", f"flat scan vs ANN (IVF_SQ {setup['ann']}), p50 and ratio to numpy:"]
     lines += [_point_line(p) for p in ann["points"]]
     lines.append(f"ANN faster than flat from {ann['measured']} passing rows (ann_min_rows configured: {ann['configured']})")
     lines += ["", *ingest_report(result["ingest"])]
     return "\n".join(lines)
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)  # stderr: --json output stays clean
 
 
 def _sizes(text: str) -> list[int]:
@@ -309,8 +333,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--ingest-chunks", type=int, default=400, help="real chunks embedded and indexed")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    log = (lambda _: None) if args.json else (lambda line: print(line, file=sys.stderr, flush=True))
     with tempfile.TemporaryDirectory(prefix="docsbot-bench-") as tmp:
-        result = run(Path(tmp), args.sizes, args.probe_sizes, args.queries, args.ingest_chunks, log=log)
+        result = run(Path(tmp), args.sizes, args.probe_sizes, args.queries, args.ingest_chunks, log=_log)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0

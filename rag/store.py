@@ -18,8 +18,10 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pyarrow as pa
 
-os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust logger prints scan warnings at WARN
-os.environ.setdefault("LANCEDB_LOG", "error")  # the logger lancedb's own extension module reads
+# The Rust logger prints scan and index-build notices at WARN; lancedb reads LANCEDB_LOG (and
+# pylance LANCE_LOG) once, at import. Deprecations are fixed in the queries (see dense, text).
+for _variable in ("LANCEDB_LOG", "LANCE_LOG"):
+    os.environ.setdefault(_variable, "error")
 
 import lancedb  # noqa: E402
 from lancedb.index import FTS, Bitmap, BTree, IvfSq  # noqa: E402
@@ -246,7 +248,7 @@ class Store:
     ANN_NPROBES = 10  # partitions probed; the access prefilter applies inside each of them
     ANN_RETRAIN = 1.5  # rebuild the index when the row count moves by this factor
 
-    def maintain(self, ann_min_rows: int) -> None:
+    def maintain(self, ann_min_rows: int, cleanup_after: timedelta = CLEANUP_AFTER) -> None:
         """Compact, fold new rows into the FTS, bitmap and ANN indexes, and build the ANN index
         once the table is large enough for it to beat a flat scan.
 
@@ -255,7 +257,7 @@ class Store:
         table = self.chunks()
         if self.meta().get("ann_min_rows") != ann_min_rows:
             self.set_meta(ann_min_rows=ann_min_rows)
-        table.optimize(cleanup_older_than=CLEANUP_AFTER)
+        table.optimize(cleanup_older_than=cleanup_after)
         self._wrote()
         rows, trained = table.count_rows(), self.meta().get("ann_trained_rows", 0)
         # optimize() adds new rows to the IVF partitions but never retrains them: rebuild when the
@@ -265,7 +267,7 @@ class Store:
             self.build_ann_index()
         vectors = self._table(VECTORS)
         if vectors is not None:
-            vectors.optimize(cleanup_older_than=CLEANUP_AFTER)
+            vectors.optimize(cleanup_older_than=cleanup_after)
 
     async def _ann_state(self, table: Any) -> _AnnState:
         """What dense() needs to pick a route, read again only when the table version changes."""

@@ -41,5 +41,10 @@ def test_bench_runs_end_to_end(tmp_path: Path) -> None:
             assert row["recall@16"] == 1.0
         assert 0 < row["rows_passing"] <= 2_000
     assert len(result["ann_min_rows"]["points"]) == 2 * len(bench.FILTERS)
-    assert result["ingest"]["chunks_per_s"] > 0
+    ingest = result["ingest"]
+    assert ingest["chunks_per_s"] > 0 and ingest["chunks_per_s_1thread"] > 0 and ingest["embed_per_s"]["processes"] > 0
+    assert min(ingest["min_cosine_vs_1thread"].values()) >= 0.9999  # same vectors, whatever the parallelism
+    assert {"embed", "write", "maintain", "infer_thread_s"} <= set(ingest["seconds"]["threads"])
+    assert ingest["query_embed"]["idle_50_ms"] > 0
+    assert figures["index_build_s"] > 0 and figures["disk_mb"] > 0
     assert "chunks/s" in bench.report(result)
