@@ -7,6 +7,7 @@ from pathlib import Path
 from docsbot.errors import UserError
 from rag.engine import Engine
 from rag.indexer import IndexStats, Provenance
+from rag.rebuild import rebuild_index
 from sync.gitcmd import GitError, last_commits, toplevel
 
 log = logging.getLogger(__name__)
@@ -26,10 +27,12 @@ def folder_provenance(root: Path) -> dict[str, Provenance]:
     return {path: Provenance(commit, date) for path, (commit, date) in commits.items()}
 
 
-def index_folder(engine: Engine, root: Path) -> IndexStats:
+def index_folder(engine: Engine, root: Path, rebuild: bool = False) -> IndexStats:
+    """Index the folder in place, or (`rebuild`) build a new index and swap it in (rag.rebuild)."""
     if not root.is_dir():
         raise UserError(f"docs folder {root} does not exist")
-    return engine.index_folder(root, folder_provenance(root))
+    provenance = folder_provenance(root)
+    return rebuild_index(engine, root, provenance) if rebuild else engine.index_folder(root, provenance)
 
 
 def ensure_index(engine: Engine, root: Path | None) -> IndexStats | None:

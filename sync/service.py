@@ -209,7 +209,7 @@ def _record_success(
 
 def _record_failure(store: Store, exc: Exception) -> None:
     message = redact(str(exc)) or type(exc).__name__
-    log.warning("sync failed: %s", message)
+    log.info("sync failed: %s", message)  # the caller reports it (the command's error line, the scheduler's log)
     try:
         store.set_meta(last_sync={"ok": False, "at": _now(), "error": message, "report": None})
     except Exception as meta_exc:  # the store itself may be what failed; the log has the error
