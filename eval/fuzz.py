@@ -439,14 +439,13 @@ def fuzz_webhook(examples: int, settings: Settings) -> Outcome:
 
 
 # -- the command ---------------------------------------------------------------------------------------
-def run_all(examples: int, slack_examples: int, data_dir: Path) -> list[Outcome]:
-    settings = Settings(_env_file=None, data_dir=str(data_dir))
+def targets(examples: int, slack_examples: int, settings: Settings) -> list[Callable[[], Outcome]]:
     return [
-        fuzz_documents(examples),
-        fuzz_access_files(examples),
-        fuzz_mrkdwn(examples),
-        fuzz_slack(slack_examples, settings),
-        fuzz_webhook(examples, settings),
+        lambda: fuzz_documents(examples),
+        lambda: fuzz_access_files(examples),
+        lambda: fuzz_mrkdwn(examples),
+        lambda: fuzz_slack(slack_examples, settings),
+        lambda: fuzz_webhook(examples, settings),
     ]
 
 
@@ -457,10 +456,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args((argv or [])[1:])
     logging.basicConfig(level=logging.ERROR)
     started = time.perf_counter()
+    outcomes = []
     with tempfile.TemporaryDirectory(prefix="docsbot-fuzz-") as data_dir:
-        outcomes = run_all(args.examples, args.slack_examples or args.examples, Path(data_dir))
-    for outcome in outcomes:
-        print(outcome.line())
+        settings = Settings(_env_file=None, data_dir=data_dir)
+        for target in targets(args.examples, args.slack_examples or args.examples, settings):
+            outcomes.append(target())
+            print(outcomes[-1].line(), flush=True)
     failures = sum(o.failures for o in outcomes)
     print(f"total: {sum(o.tried for o in outcomes):,} inputs, {failures} failures in {time.perf_counter() - started:.0f}s")
     return 1 if failures else 0
