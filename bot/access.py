@@ -70,6 +70,8 @@ def load_access(path: str | Path | None) -> AccessPolicy:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise AccessFileError(f"access file {path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise AccessFileError(f"access file {path}: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise AccessFileError(f"access file {path}: not valid TOML ({exc})") from None
     return parse_access(data, f"access file {path}")

@@ -139,10 +139,23 @@ _BOLT_READERS = [f for name, f in vars(payload_utils).items()
                  if name.startswith(("to_", "is_")) and getattr(f, "__module__", "") == payload_utils.__name__]
 
 
+# Fields Bolt reads as objects (`body.get("view", {}).get(...)`) wherever they appear.
+_OBJECTS = ("event", "view", "container", "message", "function", "tokens")
+
+
+def _objects_where_expected(value: dict[str, Any]) -> bool:
+    return all(isinstance(value.get(key, {}), dict) for key in _OBJECTS) and all(
+        _objects_where_expected(value[key]) for key in _OBJECTS if key in value)
+
+
 def readable_by_bolt(body: object) -> bool:
-    """Whether Bolt can take the request apart: a JSON object whose `event` (if any) is an object
-    and that all of Bolt's own payload readers accept. Bolt indexes into these without checks."""
-    if not isinstance(body, dict) or not isinstance(body.get("event", {}), dict):
+    """Whether Bolt can take the request apart: a JSON object whose `event`, `view`... (if any)
+    are objects, whose `actions` are objects, and that all of Bolt's own payload readers accept.
+    Bolt indexes into these without checks (a 500 and a traceback otherwise)."""
+    if not isinstance(body, dict) or not _objects_where_expected(body):
+        return False
+    actions = body.get("actions", [])
+    if not isinstance(actions, list) or not all(isinstance(action, dict) for action in actions):
         return False
     try:
         for read in _BOLT_READERS:

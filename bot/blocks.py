@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
 from rag.answer import Answer, Citation
 
@@ -69,7 +70,7 @@ def button(label: str, action_id: str, value: str, style: str | None = None) -> 
 def _link(url: str, label: str) -> str:
     if not url.startswith(("https://", "http://")):
         return label
-    safe = url.replace(" ", "%20").replace("<", "%3C").replace(">", "%3E").replace("|", "%7C")
+    safe = quote(url, safe=":/?#[]@!$&'()*+,;=%~")  # spaces, controls, <, > and | percent-encoded
     return f"<{safe}|{label}>"
 
 

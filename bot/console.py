@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot import demo
-from bot.blocks import QUESTION_INPUT
 from bot.deliveries import buttons
 from bot.local import LocalSlack, local_slack
 from bot.services import SyncCommand
@@ -40,6 +40,7 @@ class Console:
     last_root: str | None = None
     seen_calls: int = 0
     buttons: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    read: Callable[[str], str] = input  # how a form's fields are read (the terminal; a script in tests)
 
     # -- names -------------------------------------------------------------------------------------
     def user_name(self, user_id: str) -> str:
@@ -173,11 +174,35 @@ class Console:
         print(f"\n{header}\n" + "\n".join("    " + line for line in readable(text, self.user_name).splitlines()) + "\n")
 
     async def fill_form(self, view: dict[str, Any]) -> None:
+        """Any modal the bot opens (the question form, the 👎 form): each input block is asked
+        for in turn and sent back as Slack's `view.state.values`; leaving a required one empty
+        cancels the form, as closing it in Slack does."""
         print(f"\n[form: {view['title']['text']}]")
-        question = (await asyncio.to_thread(input, "  Your question (empty cancels): ")).strip()
-        if question:
-            values = {QUESTION_INPUT: {QUESTION_INPUT: {"type": "plain_text_input", "value": question}}}
-            await self.deliver(self.local.slack.submit_view(self.user, view, values))
+        values: dict[str, dict[str, Any]] = {}
+        for block in view.get("blocks", []):
+            if block.get("type") != "input":
+                continue
+            element, optional = block["element"], block.get("optional", False)
+            state = await self.fill_input(block["label"]["text"], element, optional)
+            if state is None and not optional:
+                print("  (form closed)")
+                return
+            values[block["block_id"]] = {element["action_id"]: state or {"type": element["type"], "value": None}}
+        await self.deliver(self.local.slack.submit_view(self.user, view, values))
+
+    async def fill_input(self, label: str, element: dict[str, Any], optional: bool) -> dict[str, Any] | None:
+        """One input of a form as Slack's state of it, or None when left empty."""
+        hint = "optional" if optional else "empty closes the form"
+        options = element.get("options", [])
+        if element["type"] == "radio_buttons":
+            for n, option in enumerate(options, 1):
+                print(f"  {n}. {option['text']['text']}")
+            choice = (await asyncio.to_thread(self.read, f"  {label} (number; {hint}): ")).strip()
+            if not (choice.isdigit() and 1 <= int(choice) <= len(options)):
+                return None
+            return {"type": "radio_buttons", "selected_option": options[int(choice) - 1]}
+        text = (await asyncio.to_thread(self.read, f"  {label} ({hint}): ")).strip()
+        return {"type": element["type"], "value": text} if text else None
 
 
 def readable(mrkdwn: str, user_name: Any) -> str:

@@ -32,7 +32,7 @@ def drop_retries(services: Services) -> Middleware:
         body: dict[str, Any], request: AsyncBoltRequest, next: Callable[[], Awaitable[Any]]
     ) -> BoltResponse | None:
         event_id = body.get("event_id")
-        if event_id and not services.seen_events.add(event_id, True):
+        if isinstance(event_id, str) and event_id and not services.seen_events.add(event_id, True):
             retry = request.headers.get("x-slack-retry-num", ["?"])[0]
             log.info("event %s delivered again (retry %s): already handled", event_id, retry)
             return BoltResponse(status=200, body="")

@@ -17,6 +17,7 @@ from docsbot.errors import UserError
 from docsbot.observability.logs import setup_logging
 from docsbot.observability.tracing import setup_tracing
 from docsbot.settings import Settings
+from rag.answer import ABSTAIN_MESSAGES, Answer, Diagnostics
 from rag.embeddings import EmbeddingError
 from rag.engine import Engine
 from rag.indexer import IndexStats
@@ -64,16 +65,36 @@ def render_answer(answer_json: dict) -> str:
 
 def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
     engine = Engine.from_settings(settings)
-    print_index(index_folder(engine, Path(args.docs or settings.docs_dir)), args.json)
+    print_index(index_folder(engine, Path(args.docs or settings.docs_dir), rebuild=args.rebuild), args.json)
     return 0
 
 
 def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
+    """Print the answer; an index that is missing or cannot be read is an error (exit 2), still
+    printed as an answer with `abstain_reason: index_unavailable` under --json."""
     engine = Engine.from_settings(settings)
-    ensure_index(engine, Path(args.docs) if args.docs else None)
-    answer = asyncio.run(engine.ask(args.question, Level.parse(args.level)))
+    level = Level.parse(args.level)
+    try:
+        ensure_index(engine, Path(args.docs) if args.docs else None)
+        answer = asyncio.run(engine.ask(args.question, level))
+    except StoreError as exc:
+        answer = unavailable(args.question, level, str(exc))
+    if answer.abstain_reason == "index_unavailable" and not args.json:
+        raise UserError(answer.detail)
     print(json.dumps(answer.to_json(), indent=2) if args.json else render_answer(answer.to_json()))
-    return 0
+    return 2 if answer.abstain_reason == "index_unavailable" else 0
+
+
+def unavailable(question: str, level: Level, detail: str) -> Answer:
+    return Answer(question, ABSTAIN_MESSAGES["index_unavailable"], False, "index_unavailable", [], Diagnostics(),
+                  level.name, detail=detail)
+
+
+def question_text(value: str) -> str:
+    """argparse type of the question: an empty or blank one is a usage error (exit 2)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("the question is empty")
+    return value
 
 
 def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
@@ -122,10 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="index a docs folder (full rebuild)")
     p.add_argument("--docs", help="docs folder (default: $DOCSBOT_DOCS_DIR or docs-sync)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--rebuild", action="store_true",
+                   help="build a new index from the docs alone and swap it in (repairs an unreadable index; "
+                        "the old one answers until the new one is complete)")
     p.set_defaults(handler=cmd_index)
 
     p = sub.add_parser("ask", help="answer one question")
-    p.add_argument("question")
+    p.add_argument("question", type=question_text)
     p.add_argument("--level", choices=levels, default="public", help="the asker's access level")
     p.add_argument("--docs", help="index this folder first if the index was built from another")
     p.add_argument("--json", action="store_true")

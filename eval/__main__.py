@@ -11,6 +11,7 @@ COMMANDS = {
     "candidates": ("eval.feedback_cli", "thumbs-down answers grouped by likely cause"),
     "promote": ("eval.feedback_cli", "turn a candidate into a golden-set case"),
     "reject": ("eval.feedback_cli", "dismiss a candidate"),
+    "fuzz": ("eval.fuzz", "property-based fuzzing of documents, access files, mrkdwn, Slack endpoint, webhook"),
 }
 
 

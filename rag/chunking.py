@@ -52,10 +52,10 @@ def slugify(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def _sections(doc: Document) -> list[_Section]:
+def sections(doc: Document) -> list[_Section]:
     sections = [_Section([], "", [])]
     stack: list[tuple[int, str]] = []
-    seen: dict[str, int] = {}
+    seen: dict[str, int] = {"": 1}  # the preamble has the anchor "": a heading with no slug gets "-1"
     fence = ""
     for line in doc.body.split("\n"):
         fence_match = _FENCE.match(line)
@@ -165,7 +165,7 @@ def _overlap_tail(text: str, overlap: int) -> str:
 
 def chunk_document(doc: Document, size: int, overlap: int) -> list[Chunk]:
     chunks: list[Chunk] = []
-    for section in _sections(doc):
+    for section in sections(doc):
         pieces: list[str] = []
         current = ""
         last_kind = "prose"

@@ -7,6 +7,8 @@ ones, never neither, and a writer killed half-way leaves the previous version in
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import logging
 import os
@@ -69,8 +71,62 @@ class IndexMismatch(StoreError):
     pass
 
 
+class IndexUnreadable(StoreError):
+    """Lance or the file system failed on the index (a data file deleted, a disk error...)."""
+
+
+_RUST_LOCATION = re.compile(r",?\s*/\S+\.rs:\d+:\d+")
+
+
+def _store_errors(cls: type) -> type:
+    """Every public method of the class turns a Lance or I/O error into IndexUnreadable: one line
+    that names the index and the fix, instead of a traceback in whichever command touched it."""
+
+    def unreadable(store: "Store", exc: Exception) -> IndexUnreadable:
+        reason = _RUST_LOCATION.sub("", str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        return IndexUnreadable(f"the index at {store.uri} cannot be read ({reason}): "
+                               "run `docsbot index --rebuild` to rebuild it from the docs")
+
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.iscoroutinefunction(method):
+            @functools.wraps(method)
+            async def guarded_async(self: "Store", *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await method(self, *args, **kwargs)
+                except StoreError:
+                    raise
+                except (OSError, RuntimeError) as exc:
+                    raise unreadable(self, exc) from exc
+            return guarded_async
+
+        @functools.wraps(method)
+        def guarded(self: "Store", *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except StoreError:
+                raise
+            except (OSError, RuntimeError) as exc:
+                raise unreadable(self, exc) from exc
+        return guarded
+
+    for name, member in list(vars(cls).items()):
+        if not name.startswith("_") and inspect.isfunction(member):
+            setattr(cls, name, wrap(member))
+    return cls
+
+
 def chunk_schema(dim: int) -> pa.Schema:
     return pa.schema([*ROW_FIELDS, ("vector", pa.list_(pa.float32(), dim))])
+
+
+def meta_table(values: dict[str, Any]) -> pa.Table:
+    return pa.table({"key": list(values), "value": [json.dumps(v) for v in values.values()]})
+
+
+def _index_chunks(table: Any) -> None:
+    table.create_index("search_text", config=FTS())
+    table.create_index("access_rank", config=Bitmap())
+    table.create_index("chunk_id", config=BTree())
 
 
 def vector_array(vectors: np.ndarray) -> pa.FixedSizeListArray:
@@ -112,6 +168,7 @@ class _AnnState:
         return self.counts[where]
 
 
+@_store_errors
 class Store:
     def __init__(self, uri: str, refresh_s: float | None = 2.0) -> None:
         self.uri = uri
@@ -159,7 +216,7 @@ class Store:
         return {row["key"]: json.loads(row["value"]) for row in rows}
 
     def set_meta(self, **values: Any) -> None:
-        data = pa.table({"key": list(values), "value": [json.dumps(v) for v in values.values()]})
+        data = meta_table(values)
         table = self._table(META)
         if table is None:
             self._tables[META] = self._db.create_table(META, data)
@@ -192,6 +249,11 @@ class Store:
             found.update(zip(result["text_hash"].to_pylist(), vectors))
         return found
 
+    def cached_table(self) -> pa.Table | None:
+        """The whole vector cache (text_hash, vector), or None when there is none yet."""
+        table = self._table(VECTORS)
+        return None if table is None else table.to_arrow()
+
     def cache_vectors(self, text_hashes: list[str], vectors: np.ndarray) -> None:
         if not text_hashes:
             return
@@ -219,9 +281,7 @@ class Store:
         table = self._table(CHUNKS)
         if table is None:
             self._tables[CHUNKS] = table = self._db.create_table(CHUNKS, schema=rows.schema)
-            table.create_index("search_text", config=FTS())
-            table.create_index("access_rank", config=Bitmap())
-            table.create_index("chunk_id", config=BTree())
+            _index_chunks(table)
         paths = None if replace_paths is None else sorted(set(replace_paths))
         if rows.num_rows == 0:
             if paths is None:
@@ -235,6 +295,15 @@ class Store:
             elif paths:
                 merge = merge.when_not_matched_by_source_delete(f"doc_path IN ({sql_list(paths)})")
             merge.execute(rows)
+        self._wrote()
+
+    def replace(self, name: str, data: pa.Table) -> None:
+        """Swap a table's whole content for `data` in one commit: a new version of the same table,
+        so readers keep the old rows until it lands and none of the old files is read (it works
+        on an index whose data files are damaged, and on object stores)."""
+        table = self._tables[name] = self._db.create_table(name, data, mode="overwrite")
+        if name == CHUNKS:
+            _index_chunks(table)  # until these exist, searches scan (slower, same results)
         self._wrote()
 
     def _wrote(self) -> None:

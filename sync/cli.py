@@ -58,7 +58,7 @@ def cmd_sync(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     status = load_status(settings)
     print(json.dumps(status) if args.json else render_status(status))
-    return 0
+    return 2 if status["index_error"] else 0
 
 
 def watched_path(settings: Settings) -> Path | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from docsbot.errors import UserError
 from rag.engine import Engine
 from rag.indexer import IndexStats, Provenance
+from rag.rebuild import rebuild_index
 from sync.gitcmd import GitError, git, last_commits, toplevel
 from sync.lock import writer_lease
 from sync.progress import recording
@@ -42,13 +43,15 @@ def head_commit(root: Path) -> tuple[str | None, str | None]:
     return (commit + "+dirty" if dirty else commit), date
 
 
-def index_folder(engine: Engine, root: Path, lease_wait_s: float = 0.0) -> IndexStats:
+def index_folder(engine: Engine, root: Path, lease_wait_s: float = 0.0, rebuild: bool = False) -> IndexStats:
     """A full index of `root` under the index-writer lease (SyncBusy when a sync worker still
-    holds it after lease_wait_s), recording the commit it was read at like a sync does."""
+    holds it after lease_wait_s), in place or (`rebuild`) built anew and swapped in
+    (rag.rebuild), recording the commit it was read at like a sync does."""
     if not root.is_dir():
         raise UserError(f"docs folder {root} does not exist")
     with writer_lease(engine.settings, lease_wait_s), recording(engine.settings):
-        stats = engine.index_folder(root, folder_provenance(root))
+        provenance = folder_provenance(root)
+        stats = rebuild_index(engine, root, provenance) if rebuild else engine.index_folder(root, provenance)
         commit, date = head_commit(root)
         engine.store.set_meta(commit=commit, commit_date=date)
     return stats

@@ -213,7 +213,7 @@ def _record_success(
 
 def _record_failure(lease: WriterLease, exc: Exception) -> None:
     message = redact(str(exc)) or type(exc).__name__
-    log.warning("sync failed: %s", message)
+    log.info("sync failed: %s", message)  # the caller reports it (the command's error line, the worker's log)
     _record(lease, ok=False, error=message)
 
 

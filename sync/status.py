@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from docsbot.settings import Settings
-from rag.store import Store
+from rag.store import Store, StoreError
 from state.db import StateDB, StateUnavailable, open_state
 from state.leases import Leases
 from state.sync_requests import SyncRequests
@@ -30,14 +30,21 @@ async def recorded_status(db: StateDB) -> dict[str, Any]:
 
 def read_status(store: Store, recorded: dict[str, Any], progress: dict[str, int] | None = None) -> dict[str, Any]:
     """The index's state, the state store's `recorded` part, and the `progress` ({"done",
-    "total"}, see sync.progress) of a running sync. Blocking (reads the index): run it in a
-    thread from async code."""
+    "total"}, see sync.progress) of a running sync. An index whose chunks cannot be read is
+    reported (`index_error`), with no counts, rather than as 0 documents. Blocking (reads the
+    index): run it in a thread from async code."""
     meta = store.meta()
+    try:
+        counts: dict[str, int | None] = dict(store.counts())
+        error = None
+    except StoreError as exc:
+        counts, error = {"documents": None, "chunks": None}, str(exc)
     return {
         "syncing": progress,
         "commit": meta.get("commit"),
         "commit_date": meta.get("commit_date"),
-        **store.counts(),
+        **counts,
+        "index_error": error,
         **recorded,
     }
 
@@ -62,7 +69,8 @@ def render_status(status: dict[str, Any]) -> str:
     commit = status["commit"]
     lines = [
         f"indexed commit: {_short(commit) + ' (' + (status['commit_date'] or '') + ')' if commit else '(none)'}",
-        f"documents: {status['documents']}, chunks: {status['chunks']}",
+        f"documents: {status['documents']}, chunks: {status['chunks']}" if not status["index_error"]
+        else f"index: UNREADABLE: {status['index_error']}",
     ]
     last, syncing = status["last_sync"], status.get("syncing")
     if syncing:

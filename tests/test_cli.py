@@ -41,7 +41,8 @@ def test_index_reports_counts_and_skipped_files_then_ask_answers_json(tmp_path: 
 def test_failures_are_one_line(tmp_path: Path):
     env = {"DOCSBOT_DATA_DIR": str(tmp_path / "index")}
     missing = docsbot("ask", "anything?", env=env)
-    assert missing.returncode == 0 and "index isn't ready" in missing.stdout and "Traceback" not in missing.stderr
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert missing.stderr.strip().count("\n") == 0 and "run `docsbot index`" in missing.stderr
     nofolder = docsbot("index", "--docs", str(tmp_path / "nope"), env=env)
     assert nofolder.returncode == 2 and nofolder.stderr.strip().count("\n") == 0 and "does not exist" in nofolder.stderr
     (tmp_path / "empty").mkdir()
