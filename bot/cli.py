@@ -12,6 +12,7 @@ from bot.serve import serve
 from sync.folder import ensure_index
 from docsbot.settings import Settings
 from rag.engine import Engine
+from state.db import open_state
 
 
 class SlackNotConfigured(ValueError):
@@ -54,8 +55,17 @@ def serve_slack(settings: Settings, engine: Engine) -> int:
     if missing:
         raise SlackNotConfigured(f"set {' and '.join(missing)} to serve Slack (or run `docsbot console` to try it locally)")
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
-    bot = build_bot(settings, engine, run_sync=sync_now(settings, engine), routes=webhook_routes(settings, engine))
-    asyncio.run(serve(bot, settings.port, app_token))
+
+    async def serve_with_state() -> None:
+        state = await open_state(settings)
+        try:
+            bot = build_bot(settings, engine, state, run_sync=sync_now(settings, engine),
+                            routes=webhook_routes(settings, engine))
+            await serve(bot, settings.port, app_token)
+        finally:
+            await state.close()
+
+    asyncio.run(serve_with_state())
     return 0
 
 

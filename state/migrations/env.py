@@ -7,6 +7,7 @@ from alembic import context
 
 import state.answers  # noqa: F401  (registers tables)
 import state.dedupe  # noqa: F401
+import state.legacy  # noqa: F401
 import state.ratelimit  # noqa: F401
 from state.schema import Base
 
