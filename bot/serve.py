@@ -10,6 +10,7 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot.app import DocsBot, web_app
+from bot.services import housekeeping
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,8 @@ async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await stop.wait()
+        async with housekeeping(bot.services):
+            await stop.wait()
     finally:
         log.warning("shutting down: finishing %d answer(s) in progress", bot.services.work.pending)
         if socket_mode is not None:

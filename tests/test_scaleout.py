@@ -37,6 +37,7 @@ from bot.deliveries import SlackDeliveries, buttons
 from bot.standin import SlackStandIn, visible_text
 from eval.bench_sync import commit_files
 from rag.store import Store
+from state.answers import AnswerLog
 from state.db import StateDB, open_state
 from state.leases import Leases
 from state.sync_requests import SyncRequest
@@ -360,11 +361,11 @@ async def parking_cited_again(c: Cluster, commit: str) -> bool:
 
 
 async def assert_one_candidate_with_votes(c: Cluster, answer_id: str, voters: set[str]) -> None:
-    from state.answers import Answers  # helper `state`'s repository
+    log = AnswerLog(c.db)
 
     async def both_recorded() -> bool:
-        return {v.user for v in await Answers(c.db).votes(answer_id) if v.vote < 0} == voters
+        return {f.user for f in await log.feedback(answer_id) if f.vote == "down"} == voters
 
     await until(both_recorded, 30, "a vote was lost")
-    candidates = [x for x in await Answers(c.db).candidates() if x.answer_id == answer_id]
-    assert len(candidates) == 1
+    candidates = [(answer, votes) for answer, votes in await log.pending_downvoted() if answer.answer_id == answer_id]
+    assert len(candidates) == 1 and {v.user for v in candidates[0][1]} == voters
