@@ -18,12 +18,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks, telemetry
 from bot.directory import Audience, Directory
-from bot.limits import AnswerSlots, UserRateLimit
+from bot.limits import AnswerSlots
 from bot.placeholders import Placeholders
 from rag.answer import Answer
-from rag.answer_log import AnswerLog
 from rag.engine import Engine
 from rag.levels import Level
+from state.answers import AnswerLog
+from state.db import StateUnavailable
+from state.ratelimit import RateLimit
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ class Answerer:
         engine: Engine,
         directory: Directory,
         answer_log: AnswerLog,
-        rate: UserRateLimit,
+        rate: RateLimit,
         slots: AnswerSlots,
     ) -> None:
         self.client = client
@@ -131,7 +133,12 @@ class Answerer:
 
     async def answer_in_dm(self, user: str, answer_id: str, tell: Tell) -> None:
         """The DM offer was accepted: answer the recorded question again in a DM with the asker."""
-        record = await asyncio.to_thread(self.answer_log.get, answer_id)
+        try:
+            record = await self.answer_log.get(answer_id)
+        except StateUnavailable as exc:
+            log.warning("DM offer %s not looked up: %s", answer_id, exc)
+            await tell("I couldn't look that question up just now, please try again.")
+            return
         if record is None or record.asker != user:
             await tell("That offer has expired. Send me the question in a direct message instead.")
             return
@@ -143,7 +150,13 @@ class Answerer:
 
     # -- steps -----------------------------------------------------------------------------------
     async def _admitted(self, user: str, tell: Tell) -> bool:
-        wait = self.rate.try_take(user)
+        """The per-user limit, shared by all replicas; it fails open when the state database is
+        unreachable (a question is never dropped for want of a counter)."""
+        try:
+            wait = await self.rate.take(user)
+        except StateUnavailable as exc:
+            log.warning("rate limit not checked for %s: %s", user, exc)
+            return True
         if wait:
             await tell(f"You've asked {self.rate.per_minute} questions in the last minute. "
                        f"Please wait {max(1, round(wait))} seconds and ask again.")
@@ -158,10 +171,14 @@ class Answerer:
     async def _log(self, q: Question, answer: Answer, answer_id: str, asker: Level, audience: Level, ts: str) -> None:
         """A failed write is logged and the answer still posted: feedback on it is then refused."""
         try:
-            await asyncio.to_thread(
-                self.answer_log.record, answer, asker=q.user, asker_level=asker.name, audience_level=audience.name,
-                channel=q.channel, message_ts=ts, thread_ts=q.thread_ts, history=q.history, answer_id=answer_id,
+            index_commit = (await asyncio.to_thread(self.engine.store.meta)).get("commit") or ""
+            await self.answer_log.record(
+                answer, asker=q.user, asker_level=asker.name, audience_level=audience.name, channel=q.channel,
+                message_ts=ts, thread_ts=q.thread_ts, history=q.history, index_commit=index_commit,
+                answer_id=answer_id,
             )
+        except StateUnavailable as exc:
+            log.warning("could not log answer %s: %s", answer_id, exc)
         except Exception:
             log.exception("could not log answer %s", answer_id)
 

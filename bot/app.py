@@ -24,19 +24,20 @@ from bot.access import AccessPolicy, load_access
 from bot.answering import Answerer
 from bot.directory import Directory
 from bot.health import Readiness, health_routes, refuse_while_stopping, standard_checks
-from bot.limits import AnswerSlots, UserRateLimit
+from bot.limits import AnswerSlots
 from bot.listeners import register_listeners
 from bot.middleware import attach, drop_retries
 from bot.docs_sync import status_text
 from bot.services import Services, SyncCommand
 from bot.telemetry import ObservedWebClient, request_kind, slack_request
-from bot.ttl import TTLCache
 from bot.work import BackgroundWork
 from docsbot.settings import Settings
-from rag.answer_log import AnswerLog
 from rag.embeddings import bulk_threads
 from rag.engine import Engine
+from state.answers import AnswerLog
 from state.db import StateDB
+from state.dedupe import Dedupe
+from state.ratelimit import RateLimit
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +71,13 @@ def web_client(settings: Settings) -> AsyncWebClient:
 def build_bot(
     settings: Settings,
     engine: Engine,
+    state: StateDB,
     policy: AccessPolicy | None = None,
     run_sync: SyncCommand | None = None,
     routes: list[web.RouteDef] | None = None,
-    state: StateDB | None = None,
 ) -> DocsBot:
-    """Everything wired together; `routes` are extra aiohttp routes (e.g. the git webhook)."""
+    """Everything wired together; `state` is the process's open state database (answers,
+    feedback, dedupe, rate limits); `routes` are extra aiohttp routes (e.g. the git webhook)."""
     # From here this process answers questions: a sync it runs leaves a core to query embedding.
     engine.embedder.threads = bulk_threads(settings.embedding_threads, serving=True)
     if policy is None:
@@ -84,10 +86,10 @@ def build_bot(
     client = web_client(settings)
     app = AsyncApp(client=client, signing_secret=secret, name="docsbot", process_before_response=False)
     directory = Directory(client, policy, settings.bot_lookup_ttl_s)
-    answer_log = AnswerLog(settings.data_dir, settings.answer_log_days)
+    answer_log = AnswerLog(state, settings.answer_log_days)
     answerer = Answerer(
         client, engine, directory, answer_log,
-        UserRateLimit(settings.bot_user_questions_per_minute),
+        RateLimit(state, settings.bot_user_questions_per_minute),
         AnswerSlots(settings.bot_max_concurrent_answers),
     )
     services = Services(
@@ -97,8 +99,7 @@ def build_bot(
         answerer=answerer,
         answer_log=answer_log,
         work=BackgroundWork(),
-        seen_events=TTLCache(settings.bot_dedupe_ttl_s),
-        seen_messages=TTLCache(settings.bot_dedupe_ttl_s),
+        dedupe=Dedupe(state),
         status=lambda: status_text(settings, engine.store, state),
         run_sync=run_sync,
     )

@@ -100,8 +100,8 @@ def serve_slack(settings: Settings, engine: Engine, with_worker: bool) -> int:
 
     async def main() -> None:
         async with sync_side(settings, engine, with_worker) as side:
-            bot = build_bot(settings, engine, run_sync=side.command, routes=webhook_routes(settings, side.requests),
-                            state=side.db)
+            bot = build_bot(settings, engine, side.db, run_sync=side.command,
+                            routes=webhook_routes(settings, side.requests))
             await serve(bot, settings.port, app_token, drain_s=settings.drain_s)
 
     asyncio.run(main())

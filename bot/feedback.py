@@ -1,12 +1,12 @@
 """Feedback on answers in Slack: the "what was wrong?" form, the note a 👎 reaction gets, and
-which reactions are votes. Votes themselves live in the answer log (`rag.answer_log`)."""
+which reactions are votes. Votes themselves live in the answer log (`state.answers`)."""
 from __future__ import annotations
 
 import json
 from typing import Any
 
 from bot.blocks import button, escape, notice, section, truncate
-from rag.answer_log import Vote
+from state.answers import Vote
 
 FEEDBACK_FORM = "feedback_form"
 FEEDBACK_EXPLAIN = "feedback_explain"  # the button under the note a 👎 reaction gets
@@ -27,6 +27,7 @@ REACTION_VOTES: dict[str, Vote] = {"-1": "down", "thumbsdown": "down", "+1": "up
 
 THANKS = "Thanks for the feedback!"
 EXPIRED = "Sorry, I no longer have a record of that answer, so I couldn't save your feedback."
+RETRY = "Sorry, I couldn't record that, please try again."  # the state database is unreachable
 ASK_WHY = "Thanks for the 👎. Tell me what was wrong, so the docs or I can get better?"
 
 

@@ -14,12 +14,12 @@ from bot import demo
 from bot.access import AccessPolicy, load_access
 from bot.app import EVENTS_PATH, DocsBot, build_bot, web_app
 from bot.deliveries import SlackDeliveries
-from bot.services import SyncCommand
+from bot.services import SyncCommand, housekeeping
 from bot.standin import SlackStandIn, Workspace
 from bot.telemetry import close_client
 from docsbot.settings import Settings
 from rag.engine import Engine
-from state.db import StateDB
+from state.db import StateDB, open_state
 
 
 @dataclass
@@ -44,14 +44,17 @@ async def local_slack(
     routes: list[web.RouteDef] | None = None,
     state: StateDB | None = None,
 ) -> AsyncIterator[LocalSlack]:
+    """The bot on a local port; it opens the state database of `settings` unless given one
+    (which the caller then closes)."""
+    db = state if state is not None else await open_state(settings)
     standin = await SlackStandIn(workspace or demo.demo_workspace(), demo.TOKEN).start()
     settings = settings.model_copy(update={
         "slack_bot_token": SecretStr(demo.TOKEN),
         "slack_signing_secret": SecretStr(demo.SIGNING_SECRET),
         "slack_api_url": standin.base_url,
     })
-    bot = build_bot(settings, engine, policy if policy is not None else load_access(demo.ACCESS_FILE), run_sync, routes,
-                    state)
+    bot = build_bot(settings, engine, db, policy if policy is not None else load_access(demo.ACCESS_FILE),
+                    run_sync, routes)
     runner = web.AppRunner(web_app(bot), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -63,7 +66,8 @@ async def local_slack(
     slack = SlackDeliveries(session, base_url + EVENTS_PATH, demo.SIGNING_SECRET, ws.team_id, ws.bot_user_id,
                             standin.response_url)
     try:
-        yield LocalSlack(standin, bot, slack, base_url)
+        async with housekeeping(bot.services):
+            yield LocalSlack(standin, bot, slack, base_url)
     finally:
         try:
             await bot.services.work.idle(30)
@@ -72,3 +76,5 @@ async def local_slack(
             await close_client(bot.client)
             await runner.cleanup()
             await standin.stop()
+            if state is None:
+                await db.close()

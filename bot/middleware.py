@@ -25,14 +25,15 @@ def attach(services: Services) -> Middleware:
 
 
 def drop_retries(services: Services) -> Middleware:
-    """An event id seen before (a retry, even one arriving while the first delivery is still
-    being answered) is acknowledged with 200 and goes no further: a 404 would bring more retries."""
+    """An event id some replica received before (a retry, even one arriving while the first
+    delivery is still being answered) is acknowledged with 200 and goes no further: a 404 would
+    bring more retries. A retry whose first delivery reached no replica is handled."""
 
     async def drop_retried_events(
         body: dict[str, Any], request: AsyncBoltRequest, next: Callable[[], Awaitable[Any]]
     ) -> BoltResponse | None:
         event_id = body.get("event_id")
-        if isinstance(event_id, str) and event_id and not services.seen_events.add(event_id, True):
+        if isinstance(event_id, str) and event_id and not await services.first_event(event_id):
             retry = request.headers.get("x-slack-retry-num", ["?"])[0]
             log.info("event %s delivered again (retry %s): already handled", event_id, retry)
             return BoltResponse(status=200, body="")

@@ -20,12 +20,12 @@ from slack_sdk.errors import SlackApiError
 
 from bot import blocks, telemetry
 from bot.app import DocsBot, web_app
+from bot.services import housekeeping
 from docsbot.observability.tracing import shutdown_tracing
 
 log = logging.getLogger(__name__)
 
 RESTARTED = "I was restarted before I could answer: please ask again."
-MAINTENANCE_EVERY_S = 3600.0  # answer-log retention and compaction, off the reply path
 
 
 async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str = "0.0.0.0",
@@ -40,15 +40,14 @@ async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str
         await socket_mode.connect_async()
     log.info("docsbot is listening on %s:%d (%s)", host, port,
              "Socket Mode; HTTP for health, metrics and webhooks" if socket_mode else "HTTP, Slack events at /slack/events")
-    maintenance = asyncio.create_task(maintain(bot), name="answer-log-maintenance")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await stop.wait()
+        async with housekeeping(bot.services):
+            await stop.wait()
     finally:
-        maintenance.cancel()
         await drain(bot, socket_mode, drain_s)
         await runner.cleanup()
         await telemetry.close_client(bot.client)
@@ -106,12 +105,3 @@ async def note_restarted(bot: DocsBot) -> None:
                 log.warning("could not replace or delete a placeholder in %s: %s", placeholder.channel, exc)
         answerer.placeholders.close(placeholder.channel, placeholder.ts)
 
-
-async def maintain(bot: DocsBot) -> None:
-    """Answer-log retention and compaction on a timer, never inside a question."""
-    while True:
-        await asyncio.sleep(MAINTENANCE_EVERY_S)
-        try:
-            await asyncio.to_thread(bot.services.answer_log.prune)
-        except Exception:
-            log.exception("answer log maintenance failed; retried in %.0f s", MAINTENANCE_EVERY_S)

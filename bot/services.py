@@ -1,20 +1,27 @@
 """What listeners need, attached to every Bolt request's context by one middleware."""
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.access import AccessPolicy
 from bot.answering import Answerer
-from bot.ttl import TTLCache
 from bot.work import BackgroundWork
 from docsbot.settings import Settings
-from rag.answer_log import AnswerLog
 from rag.engine import Engine
+from state.answers import AnswerLog
+from state.db import StateUnavailable
+from state.dedupe import Dedupe
+
+log = logging.getLogger(__name__)
 
 SyncCommand = Callable[[], Awaitable[str]]  # requests a docs sync, returns what to tell the admin
+HOUSEKEEPING_EVERY_S = 3600.0
 
 
 @dataclass
@@ -25,16 +32,56 @@ class Services:
     answerer: Answerer
     answer_log: AnswerLog
     work: BackgroundWork
-    # Event ids already acknowledged: Slack retries a delivery with the same id.
-    seen_events: TTLCache[str, bool]
-    # Messages already being answered, by (channel, ts): a DM mention may arrive both as
-    # `app_mention` and as `message.im`; only the first starts an answer.
-    seen_messages: TTLCache[tuple[str, str], bool]
+    # Shared by every replica: event ids and messages already taken by one of them.
+    dedupe: Dedupe
     status: Callable[[], Awaitable[str]]
     run_sync: SyncCommand | None = None
 
-    def first_delivery(self, channel: str, ts: str) -> bool:
-        return self.seen_messages.add((channel, ts), True)
+    async def first_event(self, event_id: str) -> bool:
+        """False for a delivery of an event some replica already received (Slack's retry)."""
+        return await self._claim(f"event:{event_id}")
+
+    async def first_delivery(self, channel: str, ts: str) -> bool:
+        """False for a message some replica already started answering: a DM mention arrives
+        both as `app_mention` and as `message.im`, with different event ids."""
+        return await self._claim(f"message:{channel}:{ts}")
+
+    async def _claim(self, key: str) -> bool:
+        """Fails open: with the state database unreachable a rare double answer beats none."""
+        try:
+            return await self.dedupe.claim(key, self.settings.bot_dedupe_ttl_s)
+        except StateUnavailable as exc:
+            log.warning("handling %s without dedupe: %s", key, exc)
+            return True
+
+    async def prune(self) -> None:
+        """Delete expired answers (keeping unreviewed 👎) and expired dedupe keys."""
+        try:
+            answers, keys = await self.answer_log.prune(), await self.dedupe.prune()
+        except StateUnavailable as exc:
+            log.warning("retention skipped this time: %s", exc)
+            return
+        if answers:
+            log.info("retention: deleted %d expired answers (%d dedupe keys)", answers, keys)
+
+
+@asynccontextmanager
+async def housekeeping(services: Services, every_s: float = HOUSEKEEPING_EVERY_S) -> AsyncIterator[None]:
+    """Run `services.prune()` at once and then every `every_s`, in the background, while the
+    body runs: retention never runs inside a question."""
+
+    async def loop() -> None:
+        while True:
+            await services.prune()
+            await asyncio.sleep(every_s)
+
+    task = asyncio.get_running_loop().create_task(loop(), name="housekeeping")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
 
 
 def services_of(context: AsyncBoltContext) -> Services:

@@ -261,8 +261,9 @@ class Settings(BaseSettings):
     database_url: SecretStr | None = None
 
     # -- Answer log and feedback (state/answers.py, eval/feedback_cli.py) --------------------------
-    # Days answers (and the feedback on them) are kept in the `answers`/`feedback` tables beside
-    # the index; older rows are deleted on a later write. 0 keeps everything.
+    # Days answers (and the feedback on them) are kept in the state database; older ones are
+    # deleted by the bot's hourly retention, except a 👎 nobody has reviewed yet (kept until it is
+    # promoted or rejected). 0 keeps everything.
     answer_log_days: int = 90
 
     # -- Operating it: logs, metrics, restarts (docsbot/observability/, bot/serve.py) --------------

@@ -22,8 +22,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from eval.golden import GoldenCase, GoldenError
-from rag.answer_log import AnswerLog, Feedback, LoggedAnswer
 from rag.store import Store, sql_list
+from state.answers import Feedback, LoggedAnswer
 
 CAUSES = {
     "nothing_retrieved": "Nothing retrieved: no chunk passed the similarity floor (a documentation gap?)",
@@ -159,21 +159,19 @@ def classify(answer: LoggedAnswer, expected: list[str], changed: Mapping[str, st
     return "other"
 
 
-def find_candidates(log: AnswerLog, store: Store, since_ms: int | None = None) -> list[Candidate]:
-    """Pending 👎 answers whose latest 👎 is at or after `since_ms`, newest first."""
-    downs: dict[str, list[Feedback]] = {}
-    for vote in log.feedback():
-        if vote.vote == "down":
-            downs.setdefault(vote.answer_id, []).append(vote)
-    answers = {i: a for i, a in log.answers(downs).items() if a.review == "pending"}
-    used = {i: used_docs(a) for i, a in answers.items()}
+def find_candidates(
+    downvoted: Iterable[tuple[LoggedAnswer, list[Feedback]]], store: Store, since_ms: int | None = None
+) -> list[Candidate]:
+    """The candidates among pending 👎 answers (`AnswerLog.pending_downvoted`) whose latest 👎
+    is at or after `since_ms`, newest first."""
+    downvoted = list(downvoted)
+    used = {a.answer_id: used_docs(a) for a, _ in downvoted}
     current = index_docs(store, (p for docs in used.values() for p in docs))
     known = store.doc_hashes().keys()
     found = []
-    for answer_id, answer in answers.items():
-        votes = downs[answer_id]
+    for answer, votes in downvoted:
         expected = mentioned_docs((v.expected for v in votes), known)
-        changed = changed_docs(used[answer_id], current)
+        changed = changed_docs(used[answer.answer_id], current)
         candidate = Candidate(answer, votes, classify(answer, expected, changed), expected, changed)
         if since_ms is None or candidate.last_vote_ms >= since_ms:
             found.append(candidate)

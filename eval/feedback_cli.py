@@ -12,6 +12,7 @@ whose documents changed since the feedback. Exit status: 0 done, 2 bad input.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from datetime import datetime, timezone
@@ -21,8 +22,10 @@ from typing import Any
 from docsbot.settings import Settings
 from eval.candidates import find_candidates, index_docs, render, used_docs
 from eval.golden import EVAL_DIR, GoldenError, load_golden, parse_case
-from rag.answer_log import AnswerLog, AnswerLogError, LoggedAnswer
+from docsbot.errors import UserError
 from rag.store import Store, StoreError
+from state.answers import AnswerLog, AnswerLogError, Feedback, LoggedAnswer
+from state.db import StateUnavailable, open_state
 
 FEEDBACK_GOLDEN = EVAL_DIR / "golden_feedback.jsonl"
 
@@ -55,23 +58,24 @@ def since_ms(text: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def candidates(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
-    found = find_candidates(log, store, args.since)
+async def candidates(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
+    found = find_candidates(await log.pending_downvoted(), store, args.since)
     print(json.dumps([c.to_json() for c in found], indent=2) if args.json else render(found))
     return 0
 
 
-def pending(log: AnswerLog, ref: str) -> LoggedAnswer:
-    answer = log.resolve(ref)
+async def pending(log: AnswerLog, ref: str) -> LoggedAnswer:
+    answer = await log.resolve(ref)
     if answer.review != "pending":
         extra = f" as {answer.golden_id}" if answer.golden_id else ""
         raise AnswerLogError(f"answer {answer.answer_id} was already {answer.review}{extra}")
     return answer
 
 
-def golden_line(answer: LoggedAnswer, log: AnswerLog, store: Store, expect: list[str], abstain: bool) -> dict[str, Any]:
-    """The golden case of a 👎 answer, with what its documents looked like at feedback time."""
-    votes = [v for v in log.feedback(answer.answer_id) if v.vote == "down"]
+def golden_line(
+    answer: LoggedAnswer, votes: list[Feedback], store: Store, expect: list[str], abstain: bool
+) -> dict[str, Any]:
+    """The golden case of a 👎 answer (`votes`: its 👎), with what its documents looked like at feedback time."""
     docs = used_docs(answer)
     docs |= {p: s for p, s in index_docs(store, expect).items() if p not in docs}
     line: dict[str, Any] = {
@@ -95,9 +99,10 @@ def golden_line(answer: LoggedAnswer, log: AnswerLog, store: Store, expect: list
     return line
 
 
-def promote(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
-    answer = pending(log, args.id)
-    if not any(v.vote == "down" for v in log.feedback(answer.answer_id)):
+async def promote(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
+    answer = await pending(log, args.id)
+    votes = [v for v in await log.feedback(answer.answer_id) if v.vote == "down"]
+    if not votes:
         raise AnswerLogError(f"answer {answer.answer_id} has no thumbs-down: it is not a candidate")
     expect = list(dict.fromkeys(p.strip().lstrip("./") for p in args.expect))
     if not expect and not args.abstain:
@@ -105,7 +110,7 @@ def promote(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
     unknown = [p for p in expect if p not in store.doc_hashes()]
     if unknown:
         raise AnswerLogError(f"not in the index: {', '.join(unknown)} (paths are relative to the docs folder)")
-    line = golden_line(answer, log, store, expect, args.abstain)
+    line = golden_line(answer, votes, store, expect, args.abstain)
     golden: Path = args.golden
     parse_case(json.dumps(line), "the promoted case")  # the golden loader must accept it
     if golden.is_file() and any(c.id == line["id"] for c in load_golden([golden])):
@@ -115,15 +120,15 @@ def promote(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
     with golden.open("a", encoding="utf-8") as out:
         separator = "" if not existing or existing.endswith("\n") else "\n"
         out.write(separator + json.dumps(line, ensure_ascii=False) + "\n")
-    log.set_review(answer.answer_id, "promoted", line["id"])
+    await log.set_review(answer.answer_id, "promoted", line["id"])
     kind = "an abstention" if args.abstain else "answerable from " + ", ".join(expect)
     print(f"promoted {answer.answer_id} as {line['id']} ({kind}, level {answer.level}) to {golden}")
     return 0
 
 
-def reject(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
-    answer = pending(log, args.id)
-    log.set_review(answer.answer_id, "rejected")
+async def reject(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
+    answer = await pending(log, args.id)
+    await log.set_review(answer.answer_id, "rejected")
     print(f"rejected {answer.answer_id}: {answer.question!r}")
     return 0
 
@@ -137,8 +142,15 @@ def main(argv: list[str], settings: Settings | None = None) -> int:
     args = build_parser(command).parse_args(argv[1:])
     settings = settings or Settings()
     try:
-        log = AnswerLog(settings.data_dir, settings.answer_log_days)
-        return COMMANDS[command](args, log, Store(settings.data_dir))
-    except (AnswerLogError, GoldenError, StoreError, OSError) as exc:
+        return asyncio.run(_run(command, args, settings))
+    except (AnswerLogError, GoldenError, StoreError, StateUnavailable, UserError, OSError) as exc:
         print(f"eval {command}: error: {exc}", file=sys.stderr)
         return 2
+
+
+async def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
+    state = await open_state(settings)
+    try:
+        return await COMMANDS[command](args, AnswerLog(state, settings.answer_log_days), Store(settings.data_dir))
+    finally:
+        await state.close()

@@ -171,8 +171,14 @@ class StateDB:
 
 
 async def open_state(settings_or_url: Settings | str) -> StateDB:
-    """Connect, and migrate the schema to the latest revision first (once per process)."""
+    """Connect, and migrate the schema to the latest revision first (once per process). Opened
+    from settings, the old LanceDB answer log beside the index is imported the first time."""
     url = settings_or_url if isinstance(settings_or_url, str) else database_url(settings_or_url)
     await asyncio.to_thread(migrate, url)
     engine = _async_engine(url)
-    return StateDB(engine, async_sessionmaker(engine, expire_on_commit=False), redacted(url))
+    db = StateDB(engine, async_sessionmaker(engine, expire_on_commit=False), redacted(url))
+    if isinstance(settings_or_url, Settings):
+        from state.legacy import import_lancedb_answer_log  # it builds on this module
+
+        await import_lancedb_answer_log(db, settings_or_url.data_dir)
+    return db

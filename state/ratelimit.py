@@ -24,11 +24,16 @@ class RateWindow(Base):
 
 
 class RateLimit:
-    def __init__(self, db: StateDB, clock: Callable[[], float] = time.time) -> None:
+    """At most `per_minute` questions per user in any sliding `window_s`, across all replicas."""
+
+    def __init__(self, db: StateDB, per_minute: int, window_s: float = 60.0,
+                 clock: Callable[[], float] = time.time) -> None:
         self.db = db
+        self.per_minute = per_minute
+        self.window_s = window_s
         self._clock = clock
 
-    async def take(self, user: str, per_minute: int, window_s: float = 60.0) -> float:
+    async def take(self, user: str) -> float:
         """0 when `user` may ask now (and counts it), else seconds until they may."""
         for attempt in range(2):
             try:
@@ -38,9 +43,9 @@ class RateLimit:
                     if row is None:
                         session.add(RateWindow(user_id=user, stamps=[now]))
                         return 0.0
-                    recent = [t for t in row.stamps if t > now - window_s]
-                    if len(recent) >= per_minute:
-                        return recent[0] + window_s - now
+                    recent = [t for t in row.stamps if t > now - self.window_s]
+                    if len(recent) >= self.per_minute:
+                        return recent[0] + self.window_s - now
                     row.stamps = [*recent, now]
                     return 0.0
             except IntegrityError:

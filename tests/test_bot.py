@@ -85,7 +85,7 @@ async def test_feedback_button_thanks_privately(local: LocalSlack) -> None:
     [update] = updates(local)
     up = buttons(update)[0]
     answer_id = up["value"]
-    assert local.bot.services.answer_log.get(answer_id).question == VPN
+    assert (await local.bot.services.answer_log.get(answer_id)).question == VPN
     delivered = await local.slack.click(demo.BOB, demo.GENERAL, up, update)
     await local.settle()
     assert delivered.status == 200
@@ -213,7 +213,7 @@ async def test_guest_gets_public_answers_only(local: LocalSlack) -> None:
     await local.settle()
     text = visible_text(updates(local)[0])
     assert "On-Call Handbook" not in text
-    assert local.bot.services.answer_log.get(buttons(updates(local)[0])[0]["value"]).level == "public"
+    assert (await local.bot.services.answer_log.get(buttons(updates(local)[0])[0]["value"])).level == "public"
 
 
 async def test_restricted_answer_goes_to_a_dm_never_to_the_public_channel(local: LocalSlack) -> None:

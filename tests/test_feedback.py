@@ -1,11 +1,14 @@
 """The answer log, feedback records, candidate grouping and the promote → eval round trip, on
-the sample docs in a real LanceDB directory (answers from the real engine, extractive answerer)."""
+the sample docs in a real LanceDB directory (answers from the real engine, extractive answerer)
+and a real state database: SQLite and Postgres."""
 from __future__ import annotations
 
 import asyncio
 import json
 import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -13,16 +16,19 @@ from eval import runner
 from eval.__main__ import main as eval_main
 from eval.candidates import find_candidates
 from eval.golden import load_golden
-from rag.answer_log import AnswerLog, AnswerLogError
 from rag.engine import Engine
 from rag.levels import Level
 from rag.prompt import PROMPT_VERSION
+from state.answers import AnswerLog, AnswerLogError
+from state.db import open_state
 from tests.conftest import SAMPLE_DOCS
+from tests.together import run_together
 
 DEPLOY = "can I deploy on friday?"
 VACATION = "how many vacation days do I get?"
 BREAK_GLASS = "how do I get emergency write access to tp-prod-db during an incident?"
 BANANA = "what's the recipe for banana bread?"
+T = TypeVar("T")
 
 
 class Clock:
@@ -33,11 +39,25 @@ class Clock:
         return self.now
 
 
-def answer(engine: Engine, log: AnswerLog, question: str, level: Level = Level.team, ts: str = "1.0",
-           history: list[tuple[str, str]] | None = None) -> str:
-    result = asyncio.run(engine.ask(question, level, history or []))
-    return log.record(result, asker="U_ASKER", asker_level="restricted", audience_level=level.name,
-                      channel="C_GENERAL", message_ts=ts, thread_ts="0.5", history=history or [])
+async def answer(engine: Engine, log: AnswerLog, question: str, level: Level = Level.team, ts: str = "1.0",
+                 history: list[tuple[str, str]] | None = None, index_commit: str = "") -> str:
+    result = await engine.ask(question, level, history or [])
+    return await log.record(result, asker="U_ASKER", asker_level="restricted", audience_level=level.name,
+                            channel="C_GENERAL", message_ts=ts, thread_ts="0.5", history=history or [],
+                            index_commit=index_commit)
+
+
+def with_log(url: str, use: Callable[[AnswerLog], Awaitable[T]]) -> T:
+    """For the CLI tests (which run their own event loop): one use of the log in a fresh loop."""
+
+    async def run() -> T:
+        db = await open_state(url)
+        try:
+            return await use(AnswerLog(db))
+        finally:
+            await db.close()
+
+    return asyncio.run(run())
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -47,26 +67,32 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture
-def log(sample_engine: Engine) -> AnswerLog:
-    return AnswerLog(sample_engine.settings.data_dir)
+async def log(state_url: str) -> AsyncIterator[AnswerLog]:
+    db = await open_state(state_url)
+    yield AnswerLog(db)
+    await db.close()
 
 
 @pytest.fixture
-def data_env(sample_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`python -m eval candidates|promote|reject` read DOCSBOT_DATA_DIR like any deployment."""
+def data_env(sample_engine: Engine, state_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m eval candidates|promote|reject` read DOCSBOT_DATA_DIR and DOCSBOT_DATABASE_URL
+    like any deployment."""
     monkeypatch.setenv("DOCSBOT_DATA_DIR", sample_engine.settings.data_dir)
+    monkeypatch.setenv("DOCSBOT_DATABASE_URL", state_url)
 
 
-def test_an_answer_is_logged_with_its_context_and_survives_a_reopen(sample_engine: Engine) -> None:
-    sample_engine.store.set_meta(commit="abc123def")  # what a sync records as the indexed commit
+async def test_an_answer_is_logged_with_its_context_and_survives_a_reopen(sample_engine: Engine, state_url: str) -> None:
     history = [("user", "hi"), ("agent", "hello")]
-    answer_id = answer(sample_engine, AnswerLog(sample_engine.settings.data_dir), DEPLOY, ts="", history=history)
+    db = await open_state(state_url)
+    answer_id = await answer(sample_engine, AnswerLog(db), DEPLOY, ts="1700000000.000200", history=history,
+                             index_commit="abc123def")
+    await db.close()
 
-    log = AnswerLog(sample_engine.settings.data_dir)  # a restarted process
-    assert log.find_by_message("C_GENERAL", "") is None
-    log.set_message(answer_id, "C_GENERAL", "1700000000.000200")  # the posted message
-    logged = log.find_by_message("C_GENERAL", "1700000000.000200")
-    assert logged is not None and logged == log.get(answer_id)
+    db = await open_state(state_url)  # a restarted process
+    log = AnswerLog(db)
+    assert await log.find_by_message("C_GENERAL", "") is None
+    logged = await log.find_by_message("C_GENERAL", "1700000000.000200")
+    assert logged is not None and logged == await log.get(answer_id)
     assert (logged.question, logged.asker, logged.level) == (DEPLOY, "U_ASKER", "team")
     assert (logged.asker_level, logged.audience_level, logged.thread_ts) == ("restricted", "team", "0.5")
     assert logged.history == [{"speaker": "user", "text": "hi"}, {"speaker": "agent", "text": "hello"}]
@@ -76,86 +102,129 @@ def test_an_answer_is_logged_with_its_context_and_survives_a_reopen(sample_engin
     )
     assert (logged.prompt_version, logged.index_commit, logged.model) == (PROMPT_VERSION, "abc123def", "extractive")
     assert logged.diagnostics["timings_ms"]["total_ms"] > 0 and logged.review == "pending"
-    assert log.get("0" * 16) is None and log.find_by_message("C_OTHER", "1700000000.000200") is None
+    assert await log.get("0" * 16) is None and await log.find_by_message("C_OTHER", "1700000000.000200") is None
+    await db.close()
 
 
-def test_one_feedback_record_per_person_whatever_they_click(log: AnswerLog, sample_engine: Engine) -> None:
-    answer_id = answer(sample_engine, log, DEPLOY)
+async def test_one_feedback_record_per_person_whatever_they_click(log: AnswerLog, sample_engine: Engine) -> None:
+    answer_id = await answer(sample_engine, log, DEPLOY)
     for _ in range(3):  # a triple click
-        log.add_feedback(answer_id, "U1", "down", "button")
-    log.add_feedback(answer_id, "U1", "down", "reaction")
-    log.add_feedback(answer_id, "U1", "down", "reaction")  # the reaction event delivered twice
-    log.add_feedback(answer_id, "U1", "down", "button", reason="outdated", expected="see policies/release-process.md")
-    log.add_feedback(answer_id, "U2", "down", "reaction")
-    log.add_feedback(answer_id, "U3", "up", "button")
-    votes = {f.user: f for f in log.feedback(answer_id)}
+        await log.add_feedback(answer_id, "U1", "down", "button")
+    await log.add_feedback(answer_id, "U1", "down", "reaction")
+    await log.add_feedback(answer_id, "U1", "down", "reaction")  # the reaction event delivered twice
+    await log.add_feedback(answer_id, "U1", "down", "button", reason="outdated", expected="see policies/release-process.md")
+    await log.add_feedback(answer_id, "U2", "down", "reaction")
+    await log.add_feedback(answer_id, "U3", "up", "button")
+    votes = {f.user: f for f in await log.feedback(answer_id)}
     assert sorted(votes) == ["U1", "U2", "U3"]
     assert (votes["U1"].vote, votes["U1"].reason) == ("down", "outdated")
     assert votes["U1"].expected == "see policies/release-process.md"
 
     # U1 removes the reaction: the button vote stands. U2 had only the reaction: withdrawn.
-    assert log.withdraw_reaction(answer_id, "U1").vote == "down"
-    assert log.withdraw_reaction(answer_id, "U2").withdrawn
-    assert log.withdraw_reaction(answer_id, "U2") is None  # removed twice: nothing changes
-    assert log.withdraw_reaction(answer_id, "U3") is None  # never reacted
-    assert [f.user for f in log.feedback(answer_id)] == ["U1", "U3"]
-    assert len(log.feedback(answer_id, active=False)) == 3
+    assert (await log.withdraw_reaction(answer_id, "U1")).vote == "down"
+    assert (await log.withdraw_reaction(answer_id, "U2")).withdrawn
+    assert await log.withdraw_reaction(answer_id, "U2") is None  # removed twice: nothing changes
+    assert await log.withdraw_reaction(answer_id, "U3") is None  # never reacted
+    assert [f.user for f in await log.feedback(answer_id)] == ["U1", "U3"]
+    assert len(await log.feedback(answer_id, active=False)) == 3
 
     # A form sent after the reaction was removed explains without voting again; the reason
     # comes back with a new reaction.
-    assert log.explain(answer_id, "U2", "wrong", " see the FAQ ").withdrawn
-    assert log.add_feedback(answer_id, "U2", "down", "reaction").expected == "see the FAQ"
+    assert (await log.explain(answer_id, "U2", "wrong", " see the FAQ ")).withdrawn
+    assert (await log.add_feedback(answer_id, "U2", "down", "reaction")).expected == "see the FAQ"
     # Removing a 👍 reaction leaves a later 👎 reaction alone.
-    assert log.withdraw_reaction(answer_id, "U2", vote="up") is None
-    assert log.withdraw_reaction(answer_id, "U2", vote="down").reason == "wrong"
+    assert await log.withdraw_reaction(answer_id, "U2", vote="up") is None
+    assert (await log.withdraw_reaction(answer_id, "U2", vote="down")).reason == "wrong"
 
 
-def test_bad_feedback_is_refused_with_a_clear_message(log: AnswerLog, sample_engine: Engine) -> None:
-    answer_id = answer(sample_engine, log, DEPLOY)
+async def test_bad_feedback_is_refused_with_a_clear_message(log: AnswerLog, sample_engine: Engine) -> None:
+    answer_id = await answer(sample_engine, log, DEPLOY)
     with pytest.raises(AnswerLogError, match="no logged answer with id 'nope'"):
-        log.add_feedback("nope", "U1", "down", "button")
+        await log.add_feedback("nope", "U1", "down", "button")
     with pytest.raises(AnswerLogError, match="unknown vote 'meh'"):
-        log.add_feedback(answer_id, "U1", "meh", "button")  # type: ignore[arg-type]
+        await log.add_feedback(answer_id, "U1", "meh", "button")  # type: ignore[arg-type]
     with pytest.raises(AnswerLogError, match="unknown reason 'boring'.*wrong, outdated"):
-        log.add_feedback(answer_id, "U1", "down", "button", reason="boring")
+        await log.add_feedback(answer_id, "U1", "down", "button", reason="boring")
     with pytest.raises(AnswerLogError, match="U9 has no feedback on answer"):
-        log.explain(answer_id, "U9", "wrong")
+        await log.explain(answer_id, "U9", "wrong")
     with pytest.raises(AnswerLogError, match="not an answer id"):
-        log.resolve("fb-x'; DROP")
-    assert log.feedback(answer_id, active=False) == []
+        await log.resolve("fb-x'; DROP")
+    assert await log.feedback(answer_id, active=False) == []
 
 
-def test_retention_deletes_old_answers_and_their_feedback(sample_engine: Engine) -> None:
+async def test_retention_deletes_old_answers_but_keeps_unreviewed_thumbs_down(
+    sample_engine: Engine, state_url: str
+) -> None:
     clock = Clock()
-    log = AnswerLog(sample_engine.settings.data_dir, retention_days=90, clock=clock)
-    old = answer(sample_engine, log, DEPLOY, ts="1.0")
-    log.add_feedback(old, "U1", "down", "button")
+    db = await open_state(state_url)
+    log = AnswerLog(db, retention_days=90, clock=clock)
+    liked = await answer(sample_engine, log, DEPLOY, ts="1.0")
+    await log.add_feedback(liked, "U1", "up", "button")
+    unreviewed = await answer(sample_engine, log, VACATION, ts="2.0")
+    await log.add_feedback(unreviewed, "U1", "down", "button", reason="wrong")
+    await log.add_feedback(unreviewed, "U2", "up", "reaction")
+    promoted = await answer(sample_engine, log, BREAK_GLASS, ts="3.0")
+    await log.add_feedback(promoted, "U1", "down", "reaction")
+    await log.set_review(promoted, "promoted", "fb-x")
+    withdrawn = await answer(sample_engine, log, BANANA, ts="4.0")
+    await log.add_feedback(withdrawn, "U1", "down", "reaction")
+    await log.withdraw_reaction(withdrawn, "U1")
     clock.now += 89 * 86400
-    recent = answer(sample_engine, log, VACATION, ts="2.0")
-    log.add_feedback(recent, "U1", "down", "button")
-    assert log.prune() == 0 and log.get(old) is not None
+    recent = await answer(sample_engine, log, VACATION, ts="5.0")
+    assert await log.prune() == 0 and await log.get(liked) is not None
     clock.now += 2 * 86400
-    # a new process writes: expired rows go (the first write of a process prunes)
-    restarted = AnswerLog(sample_engine.settings.data_dir, retention_days=90, clock=clock)
-    answer(sample_engine, restarted, BANANA, ts="3.0")
-    assert restarted.get(old) is None and restarted.get(recent) is not None
-    assert [f.answer_id for f in restarted.feedback(active=False)] == [recent]
-    assert AnswerLog(sample_engine.settings.data_dir, retention_days=0, clock=Clock(clock.now * 2)).prune() == 0
+
+    assert await log.prune() == 3
+    assert [await log.get(i) is not None for i in (liked, unreviewed, promoted, withdrawn, recent)] == [
+        False, True, False, False, True]
+    # the unreviewed 👎 keeps its answer and every vote on it, until someone reviews it
+    assert {(f.answer_id, f.user) for f in await log.feedback(active=False)} == {(unreviewed, "U1"), (unreviewed, "U2")}
+    await log.set_review(unreviewed, "rejected")
+    assert await log.prune() == 1 and await log.feedback(active=False) == []
+    assert await AnswerLog(db, retention_days=0, clock=Clock(clock.now * 2)).prune() == 0
+    await db.close()
 
 
-def test_candidates_are_grouped_by_likely_cause(sample_engine: Engine, log: AnswerLog, tmp_path: Path) -> None:
+async def test_two_processes_voting_at_the_same_moment_keep_every_vote(
+    sample_engine: Engine, log: AnswerLog, state_url: str
+) -> None:
+    """Two real processes (two replicas) each cast 20 votes on the same answer at once: a button
+    and a reaction from the same people, and votes of their own; all are kept, one row each."""
+    answer_id = await answer(sample_engine, log, DEPLOY)
+    script = (
+        "import asyncio, sys\n"
+        "from state.db import open_state\n"
+        "from state.answers import AnswerLog\n"
+        "async def main(url, answer_id, source, start):\n"
+        "    db = await open_state(url); log = AnswerLog(db)\n"
+        "    await asyncio.sleep(float(start) - __import__('time').time())\n"
+        "    users = [f'U{i}' for i in range(10)] + [f'{source}{i}' for i in range(10)]\n"
+        "    await asyncio.gather(*(log.add_feedback(answer_id, u, 'down', source) for u in users))\n"
+        "    await db.close()\n"
+        "asyncio.run(main(*sys.argv[1:]))\n"
+    )
+    outcomes = await run_together(script, [state_url, answer_id], ["button", "reaction"])
+    assert all(code == 0 for code, _ in outcomes), outcomes
+    votes = {f.user: f for f in await log.feedback(answer_id)}
+    assert len(votes) == 30
+    assert all((votes[f"U{i}"].button_vote, votes[f"U{i}"].reaction_vote) == ("down", "down") for i in range(10))
+    candidates = find_candidates(await log.pending_downvoted(), sample_engine.store)
+    assert [c.id for c in candidates] == [answer_id] and len(candidates[0].votes) == 30
+
+
+async def test_candidates_are_grouped_by_likely_cause(sample_engine: Engine, log: AnswerLog, tmp_path: Path) -> None:
     ids = {
-        "deploy": answer(sample_engine, log, DEPLOY, ts="1.0"),
-        "vacation": answer(sample_engine, log, VACATION, ts="2.0"),
-        "break_glass": answer(sample_engine, log, BREAK_GLASS, ts="3.0"),
-        "banana": answer(sample_engine, log, BANANA, ts="4.0"),
-        "vpn": answer(sample_engine, log, "how do I get on the vpn from linux?", Level.public, ts="5.0"),
-        "liked": answer(sample_engine, log, "how do I roll back tidepool-api?", ts="6.0"),
+        "deploy": await answer(sample_engine, log, DEPLOY, ts="1.0"),
+        "vacation": await answer(sample_engine, log, VACATION, ts="2.0"),
+        "break_glass": await answer(sample_engine, log, BREAK_GLASS, ts="3.0"),
+        "banana": await answer(sample_engine, log, BANANA, ts="4.0"),
+        "vpn": await answer(sample_engine, log, "how do I get on the vpn from linux?", Level.public, ts="5.0"),
+        "liked": await answer(sample_engine, log, "how do I roll back tidepool-api?", ts="6.0"),
     }
     for name, answer_id in ids.items():
-        log.add_feedback(answer_id, "U1", "up" if name == "liked" else "down", "button")
-    log.add_feedback(ids["vacation"], "U2", "down", "reaction", reason="wrong",
-                     expected="it's in handbook/remote-work.md")
+        await log.add_feedback(answer_id, "U1", "up" if name == "liked" else "down", "button")
+    await log.add_feedback(ids["vacation"], "U2", "down", "reaction", reason="wrong",
+                           expected="it's in handbook/remote-work.md")
     # the deploy policy is rewritten and re-indexed after the feedback
     docs = tmp_path / "docs"
     shutil.copytree(SAMPLE_DOCS, docs)
@@ -163,7 +232,7 @@ def test_candidates_are_grouped_by_likely_cause(sample_engine: Engine, log: Answ
     policy.write_text(policy.read_text().replace("deploy", "ship"))
     sample_engine.index_folder(docs)
 
-    found = {c.id: c for c in find_candidates(log, sample_engine.store)}
+    found = {c.id: c for c in find_candidates(await log.pending_downvoted(), sample_engine.store)}
     causes = {name: found[answer_id].cause for name, answer_id in ids.items() if answer_id in found}
     assert causes == {"deploy": "doc_changed", "vacation": "not_cited", "break_glass": "no_access",
                       "banana": "nothing_retrieved", "vpn": "other"}
@@ -173,18 +242,26 @@ def test_candidates_are_grouped_by_likely_cause(sample_engine: Engine, log: Answ
     vacation = found[ids["vacation"]]
     assert vacation.expected_docs == ["handbook/remote-work.md"] and len(vacation.votes) == 2
     assert {"handbook/time-off.md", "handbook/remote-work.md"} <= set(vacation.doc_paths())
+    # an admin sees only the questions answered at their own level or below
+    public = {a.answer_id for a, _ in await log.pending_downvoted(max_level=Level.public)}
+    assert public == {ids["vpn"]}
+    assert len(await log.pending_downvoted(max_level=Level.team)) == 5
 
 
 def test_cli_lists_promotes_and_rejects(
-    sample_engine: Engine, log: AnswerLog, data_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sample_engine: Engine, state_url: str, data_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     history = [("user", "we need prod db access"), ("agent", "which database?")]
-    blocked = answer(sample_engine, log, BREAK_GLASS, ts="1.0", history=history)
-    missing = answer(sample_engine, log, BANANA, ts="2.0")
-    for answer_id in (blocked, missing):
-        log.add_feedback(answer_id, "U1", "down", "button", reason="missing")
-        log.add_feedback(answer_id, "U1", "down", "reaction")  # same person: still one vote
 
+    async def setup(log: AnswerLog) -> tuple[str, str]:
+        blocked = await answer(sample_engine, log, BREAK_GLASS, ts="1.0", history=history)
+        missing = await answer(sample_engine, log, BANANA, ts="2.0")
+        for answer_id in (blocked, missing):
+            await log.add_feedback(answer_id, "U1", "down", "button", reason="missing")
+            await log.add_feedback(answer_id, "U1", "down", "reaction")  # same person: still one vote
+        return blocked, missing
+
+    blocked, missing = with_log(state_url, setup)
     code, out, _ = cli(capsys, "candidates")
     assert code == 0 and "2 thumbs-down answer(s)" in out
     assert out.index("Nothing retrieved") < out.index("Access abstention")
@@ -226,12 +303,16 @@ def test_cli_lists_promotes_and_rejects(
 
 
 def test_promoted_cases_replay_in_the_eval_and_fail_it_when_they_regress(
-    sample_engine: Engine, log: AnswerLog, data_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sample_engine: Engine, state_url: str, data_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    good = answer(sample_engine, log, VACATION, ts="1.0")
-    bad = answer(sample_engine, log, DEPLOY, ts="2.0")
-    for answer_id in (good, bad):
-        log.add_feedback(answer_id, "U1", "down", "button")
+    async def setup(log: AnswerLog) -> tuple[str, str]:
+        good = await answer(sample_engine, log, VACATION, ts="1.0")
+        bad = await answer(sample_engine, log, DEPLOY, ts="2.0")
+        for answer_id in (good, bad):
+            await log.add_feedback(answer_id, "U1", "down", "button")
+        return good, bad
+
+    good, bad = with_log(state_url, setup)
     golden = tmp_path / "golden_feedback.jsonl"
     assert cli(capsys, "promote", good, "--expect", "handbook/time-off.md", "--golden", str(golden))[0] == 0
     run = ["run", "--golden", str(golden), "--docs", str(SAMPLE_DOCS)]
@@ -240,7 +321,7 @@ def test_promoted_cases_replay_in_the_eval_and_fail_it_when_they_regress(
 
     # the doc the answer used is retitled (every chunk's text changes): the case still passes,
     # and is flagged for a re-check
-    assert "handbook/time-off.md" in log.get(good).doc_paths()
+    assert "handbook/time-off.md" in with_log(state_url, lambda log: log.get(good)).doc_paths()
     docs = tmp_path / "docs"
     shutil.copytree(SAMPLE_DOCS, docs)
     page = docs / "handbook" / "time-off.md"

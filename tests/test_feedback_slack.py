@@ -18,7 +18,8 @@ from bot.local import LocalSlack, local_slack
 from eval import runner
 from eval.__main__ import main as eval_main
 from eval.golden import load_golden
-from rag.answer_log import AnswerLog
+from pydantic import SecretStr
+
 from rag.engine import Engine
 from rag.levels import Level
 from tests.conftest import SAMPLE_DOCS
@@ -48,9 +49,10 @@ def ephemerals(local: LocalSlack, user: str) -> list[dict[str, Any]]:
 
 
 async def test_thumbs_down_in_slack_becomes_a_golden_case(
-    sample_engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    sample_engine: Engine, state_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    settings = sample_engine.settings
+    settings = sample_engine.settings.model_copy(update={"database_url": SecretStr(state_url)})
     async with local_slack(settings, sample_engine) as local:
         ts = local.standin.post_as_user(demo.GENERAL, demo.BOB, f"<@{local.standin.workspace.bot_user_id}> {VPN}")
         assert (await local.slack.event(local.slack.mention(demo.BOB, demo.GENERAL, VPN, ts))).status == 200
@@ -60,7 +62,7 @@ async def test_thumbs_down_in_slack_becomes_a_golden_case(
     assert (up["action_id"], down["action_id"]) == (FEEDBACK_UP, FEEDBACK_DOWN)
     answer_id = down["value"]
 
-    # -- restart: a new app, a new Slack connection, a new AnswerLog over the same data dir ------
+    # -- restart: a new app, a new Slack connection, a new connection to the same state database -
     async with local_slack(settings, sample_engine) as local:
         for _ in range(2):  # a double click: two forms open, still one vote
             assert (await local.slack.click(demo.BOB, demo.GENERAL, down, message)).status == 200
@@ -109,16 +111,16 @@ async def test_thumbs_down_in_slack_becomes_a_golden_case(
         await local.slack.command(demo.ALICE, demo.GENERAL, "feedback")
         await local.settle()
         assert answer_id in local.standin.responses[-1]["text"]
+        votes = {f.user: f for f in await local.bot.services.answer_log.feedback(answer_id, active=False)}
 
-    log = AnswerLog(settings.data_dir)
-    votes = {f.user: f for f in log.feedback(answer_id, active=False)}
     assert sorted(votes) == [demo.ALICE, demo.BOB, demo.DAN]
     assert (votes[demo.BOB].vote, votes[demo.BOB].reason, votes[demo.BOB].expected) == ("down", "outdated", expected)
     assert votes[demo.DAN].withdrawn and votes[demo.ALICE].vote == "up"
 
     # -- review: one candidate with what the answer used, promoted, replayed by the eval ---------
     monkeypatch.setenv("DOCSBOT_DATA_DIR", settings.data_dir)
-    assert eval_main(["candidates", "--json"]) == 0
+    monkeypatch.setenv("DOCSBOT_DATABASE_URL", state_url)
+    assert await asyncio.to_thread(eval_main, ["candidates", "--json"]) == 0  # it runs its own loop
     [candidate] = json.loads(capsys.readouterr().out)
     assert candidate["id"] == answer_id and candidate["question"] == VPN and candidate["level"] == "public"
     assert [v["user"] for v in candidate["votes"]] == [demo.BOB] and candidate["cause"] == "other"
@@ -127,7 +129,8 @@ async def test_thumbs_down_in_slack_becomes_a_golden_case(
     assert all(r["doc_path"] and r["commit"] and r["text_hash"] for r in candidate["retrieved"])
     assert {r["version"] for r in candidate["retrieved"]} == {"2.1"}  # the VPN doc's front matter
     golden = tmp_path / "golden_feedback.jsonl"
-    assert eval_main(["promote", answer_id, "--expect", "onboarding/vpn-setup.md", "--golden", str(golden)]) == 0
+    promote = ["promote", answer_id, "--expect", "onboarding/vpn-setup.md", "--golden", str(golden)]
+    assert await asyncio.to_thread(eval_main, promote) == 0
     (case,) = load_golden([golden])
     assert (case.question, case.level, case.gold_doc_ids) == (VPN, Level.public, ("onboarding/vpn-setup.md",))
     run = ["run", "--golden", str(golden), "--docs", str(SAMPLE_DOCS)]

@@ -24,7 +24,7 @@ def register(app: AsyncApp) -> None:
 
 async def app_mention(event: dict[str, Any], context: AsyncBoltContext, client: AsyncWebClient) -> None:
     services = services_of(context)
-    if _from_a_person(event) and services.first_delivery(event["channel"], event["ts"]):
+    if _from_a_person(event):
         root = event.get("thread_ts") or event["ts"]
         services.work.spawn(_answer(services, client, event, root, context.bot_user_id), name="mention")
 
@@ -35,8 +35,7 @@ async def direct_message(event: dict[str, Any], context: AsyncBoltContext, clien
     services = services_of(context)
     if event.get("channel_type") != "im" or event.get("subtype") or not _from_a_person(event):
         return
-    if services.first_delivery(event["channel"], event["ts"]):
-        services.work.spawn(_answer(services, client, event, event.get("thread_ts"), context.bot_user_id), name="dm")
+    services.work.spawn(_answer(services, client, event, event.get("thread_ts"), context.bot_user_id), name="dm")
 
 
 def _from_a_person(event: dict[str, Any]) -> bool:
@@ -54,6 +53,8 @@ async def _answer(
     services: Services, client: AsyncWebClient, event: dict[str, Any], root: str | None, bot_user_id: str | None
 ) -> None:
     channel, user = event["channel"], event["user"]
+    if not await services.first_delivery(channel, event["ts"]):  # claimed here, so `work.idle()` covers it
+        return
     tell = ephemeral(client, channel, user, root)
     text = question_text(event.get("text", ""), bot_user_id)
     if not text:

@@ -2,7 +2,8 @@
 the candidates summary of `/docs feedback`.
 
 Every vote is written to the answer log at once (one record per person and answer, however
-often they click or react); the person gets a private thank-you, nothing is posted publicly.
+often they click or react); the person gets a private thank-you, nothing is posted publicly,
+or a private "please try again" when the state database cannot be reached.
 As everywhere in the bot, Slack is acknowledged first and the work runs in `services.work`.
 """
 from __future__ import annotations
@@ -21,7 +22,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import blocks, feedback, telemetry
 from bot.services import Services, services_of
 from eval.candidates import find_candidates, render
-from rag.answer_log import AnswerLogError, LoggedAnswer, Vote
+from rag.levels import Level
+from state.answers import AnswerLogError, LoggedAnswer, Vote
+from state.db import StateUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +53,14 @@ async def _vote(services: Services, client: AsyncWebClient, respond: AsyncRespon
     vote: Vote = "up" if action["action_id"] == blocks.FEEDBACK_UP else "down"
     answer_id = action.get("value", "")
     try:
-        await asyncio.to_thread(services.answer_log.add_feedback, answer_id, body["user"]["id"], vote, "button")
+        await services.answer_log.add_feedback(answer_id, body["user"]["id"], vote, "button")
     except AnswerLogError as exc:
         log.info("feedback not recorded: %s", exc)
         await _respond(respond, feedback.EXPIRED)
+        return
+    except StateUnavailable as exc:
+        log.warning("vote on %s not recorded: %s", answer_id, exc)
+        await _respond(respond, feedback.RETRY)
         return
     telemetry.voted(vote, "button", answer_id)
     if vote == "up" or not await _open_form(client, body, answer_id):
@@ -93,11 +100,14 @@ async def form_submitted(
 async def _explain(services: Services, client: AsyncWebClient, meta: dict[str, Any], user: str,
                    reason: str, expected: str | None) -> None:
     try:
-        await asyncio.to_thread(services.answer_log.explain, meta["answer_id"], user, reason, expected)
+        await services.answer_log.explain(meta["answer_id"], user, reason, expected)
         text = feedback.THANKS
     except AnswerLogError as exc:
         log.info("feedback form not saved: %s", exc)
         text = feedback.EXPIRED
+    except StateUnavailable as exc:
+        log.warning("feedback form on %s not saved: %s", meta["answer_id"], exc)
+        text = feedback.RETRY
     if meta.get("channel"):
         await _ephemeral(client, meta["channel"], user, meta.get("thread_ts"), blocks.notice(text))
 
@@ -111,29 +121,42 @@ async def _reaction_added(services: Services, client: AsyncWebClient, event: dic
                           bot_user_id: str | None) -> None:
     """A 👍/👎 reaction on one of the bot's answers is a vote; a 👎 also gets a private note
     asking what was wrong (unless the person already said)."""
-    found = await _reacted_answer(services, event, bot_user_id)
-    if found is None:
+    try:
+        found = await _reacted_answer(services, event, bot_user_id)
+        if found is None:
+            return
+        answer, vote = found
+        record = await services.answer_log.add_feedback(answer.answer_id, event["user"], vote, "reaction")
+    except StateUnavailable as exc:
+        await _not_recorded(client, event, exc)
         return
-    answer, vote = found
-    record = await asyncio.to_thread(
-        services.answer_log.add_feedback, answer.answer_id, event["user"], vote, "reaction"
-    )
     telemetry.voted(vote, "reaction", answer.answer_id)
     if vote == "down" and not record.reason:
         await _ephemeral(client, answer.channel, event["user"], answer.thread_ts or None,
                          feedback.ask_why(answer.answer_id))
 
 
-async def reaction_removed(event: dict[str, Any], context: AsyncBoltContext) -> None:
+async def reaction_removed(event: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext) -> None:
     services = services_of(context)
 
     async def withdraw() -> None:
-        found = await _reacted_answer(services, event, context.bot_user_id)
-        if found is not None:
-            answer, vote = found
-            await asyncio.to_thread(services.answer_log.withdraw_reaction, answer.answer_id, event["user"], vote)
+        try:
+            found = await _reacted_answer(services, event, context.bot_user_id)
+            if found is not None:
+                answer, vote = found
+                await services.answer_log.withdraw_reaction(answer.answer_id, event["user"], vote)
+        except StateUnavailable as exc:
+            await _not_recorded(client, event, exc)
 
     services.work.spawn(withdraw(), name="reaction-removed")
+
+
+async def _not_recorded(client: AsyncWebClient, event: dict[str, Any], exc: StateUnavailable) -> None:
+    """A reaction vote that could not be written: the person is told, privately, to try again."""
+    item = event.get("item") or {}
+    log.warning("reaction vote on %s/%s not recorded: %s", item.get("channel"), item.get("ts"), exc)
+    if item.get("channel") and event.get("user"):
+        await _ephemeral(client, item["channel"], event["user"], None, blocks.notice(feedback.RETRY))
 
 
 async def _reacted_answer(
@@ -145,18 +168,24 @@ async def _reacted_answer(
     user = event.get("user")
     if vote is None or item.get("type") != "message" or not user or user == bot_user_id:
         return None
-    answer = await asyncio.to_thread(
-        services.answer_log.find_by_message, item.get("channel", ""), item.get("ts", "")
-    )
+    answer = await services.answer_log.find_by_message(item.get("channel", ""), item.get("ts", ""))
     return (answer, vote) if answer is not None else None
 
 
 async def feedback_summary(services: Services, user: str, respond: AsyncRespond) -> None:
-    """`/docs feedback`: the 👎 candidates by likely cause, for admins."""
+    """`/docs feedback`: the 👎 candidates by likely cause, for admins, of questions answered at
+    the admin's own level or below (an admin the directory cannot place sees public ones only)."""
     if not services.policy.is_admin(user):
         await _respond(respond, "Only the admins listed in the access file can review feedback.")
         return
-    found = await asyncio.to_thread(find_candidates, services.answer_log, services.engine.store)
+    level = await services.answerer.directory.user_level(user)
+    try:
+        downvoted = await services.answer_log.pending_downvoted(max_level=Level.public if level is None else level)
+    except StateUnavailable as exc:
+        log.warning("feedback summary unavailable: %s", exc)
+        await _respond(respond, "I couldn't read the feedback just now, please try again.")
+        return
+    found = await asyncio.to_thread(find_candidates, downvoted, services.engine.store)
     await respond(response_type="ephemeral", **feedback.summary(render(found)))
 
 

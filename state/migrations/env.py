@@ -8,6 +8,7 @@ from alembic import context
 import state.answers  # noqa: F401  (registers tables)
 import state.dedupe  # noqa: F401
 import state.leases  # noqa: F401
+import state.legacy  # noqa: F401
 import state.ratelimit  # noqa: F401
 import state.sync_requests  # noqa: F401
 import state.sync_status  # noqa: F401

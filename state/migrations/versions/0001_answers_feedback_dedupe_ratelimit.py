@@ -1,4 +1,5 @@
-"""Answers and feedback (moved out of LanceDB), event dedupe keys and per-user rate windows.
+"""Answers and feedback (moved out of LanceDB), event dedupe keys, per-user rate windows, and
+the marks of one-time imports of the old LanceDB answer log.
 
 Revision ID: 0001
 Revises:
@@ -59,6 +60,13 @@ def upgrade() -> None:
     with op.batch_alter_table('dedupe_keys', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_dedupe_keys_expires_at'), ['expires_at'], unique=False)
 
+    op.create_table('legacy_imports',
+    sa.Column('source', sa.String(), nullable=False),
+    sa.Column('imported_ms', sa.BigInteger(), nullable=False),
+    sa.Column('answers', sa.Integer(), nullable=False),
+    sa.Column('feedback', sa.Integer(), nullable=False),
+    sa.PrimaryKeyConstraint('source', name=op.f('pk_legacy_imports'))
+    )
     op.create_table('rate_windows',
     sa.Column('user_id', sa.String(), nullable=False),
     sa.Column('stamps', sa.JSON(), nullable=False),
@@ -83,6 +91,7 @@ def downgrade() -> None:
     """Downgrade schema."""
     op.drop_table('feedback')
     op.drop_table('rate_windows')
+    op.drop_table('legacy_imports')
     with op.batch_alter_table('dedupe_keys', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_dedupe_keys_expires_at'))
 
