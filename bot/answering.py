@@ -19,10 +19,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks
 from bot.directory import Audience, Directory
-from bot.limits import AnswerSlots, UserRateLimit
-from rag.answer import Answer
+from bot.limits import AnswerQueue, UserRateLimit
+from bot.streaming import StreamedReply
+from rag.answer import ABSTAIN_MESSAGES, Answer, Diagnostics
 from rag.answer_log import AnswerLog
 from rag.engine import Engine
+from rag.generation import TextSink
 from rag.levels import Level
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,8 @@ Reply = Callable[[dict[str, Any]], Awaitable[Any]]  # a whole message only the a
 
 BUSY = "I'm answering a lot of questions right now. Please ask again in a minute."
 FAILED = "Sorry, something went wrong on my side while answering. Please try again."
+NOT_POSTED = "I couldn't post my answer in this conversation ({error}). Please ask again."
+NO_DM = "I couldn't open a direct message with you ({error}), so I can't answer there."
 NOT_IN_CHANNEL_ERRORS = {"not_in_channel", "channel_not_found"}
 # Abstentions a DM at the asker's own level could turn into an answer.
 _LEVEL_BOUND = {"no_access", "no_match", "declined"}
@@ -51,6 +55,20 @@ class Question:
     channel: str
     thread_ts: str | None  # root of the thread the answer goes in; None: top level (a DM)
     history: History = field(default_factory=list)
+    team: str = ""  # the asker's workspace (a streamed reply names its recipient)
+
+
+@dataclass
+class Placeholder:
+    """The message an answer will become: posted when first shown, ended exactly once.
+
+    In the assistant panel nothing is shown while the status line says what happens, so the
+    placeholder may never be posted (`ts` None): ending it then posts the final message."""
+
+    channel: str
+    thread_ts: str | None
+    ts: str | None = None
+    shown: str = ""  # the text it shows now
 
 
 class Answerer:
@@ -61,60 +79,105 @@ class Answerer:
         directory: Directory,
         answer_log: AnswerLog,
         rate: UserRateLimit,
-        slots: AnswerSlots,
+        queue: AnswerQueue,
+        stream_replies: bool = True,
     ) -> None:
         self.client = client
         self.engine = engine
         self.directory = directory
         self.answer_log = answer_log
         self.rate = rate
-        self.slots = slots
+        self.queue = queue
+        self.stream_replies = stream_replies
 
     # -- delivering answers ------------------------------------------------------------------------
     async def answer_in_conversation(
-        self, q: Question, tell: Tell, announce: dict[str, Any] | None = None, private: Reply | None = None
+        self, q: Question, tell: Tell, announce: dict[str, Any] | None = None, private: Reply | None = None,
+        level_of: Level | None = None, show_thinking: bool = True,
     ) -> None:
-        """Post a placeholder in the thread and replace it with the answer.
+        """Answer in the conversation, waiting in line for an answer slot if need be.
 
         `announce` is first posted at the top level and the answer goes in its thread (for
         `/docs`). When the bot may not post in the conversation, the answer goes to `private`
-        (seen by the asker alone, so at the asker's level) or NotInChannel is raised."""
+        (seen by the asker alone, so at the asker's level) or NotInChannel is raised. `level_of`
+        fixes the audience's level (the assistant panel: the asker alone reads it), and
+        `show_thinking` False posts nothing until the answer (or a place in line) is ready."""
+        if not await self._admitted(q.user, tell):
+            return
         asker = await self.directory.user_level(q.user)
         if asker is None:
             return
-        audience = await self.directory.audience(q.channel)
-        level = audience.cap(asker)
-        if not await self._admitted(q.user, tell):
+        audience = Audience(level_of, direct=True) if level_of is not None else await self.directory.audience(q.channel)
+        if self.queue.full:
+            await tell(BUSY)
             return
-        async with self.slots.take() as free:
-            if not free:
+        try:
+            if announce is not None:
+                q = replace(q, thread_ts=await self.post(q.channel, None, announce))
+            placeholder = Placeholder(q.channel, q.thread_ts)
+            if show_thinking:
+                await self._show(placeholder, self._waiting_text(self.queue.depth if self.queue.saturated else -1))
+        except NotInChannel:
+            if private is None:
+                raise
+            await self._answer_privately(q, asker, private, tell)
+            return
+        except SlackApiError as exc:
+            log.warning("cannot post in %s: %s", q.channel, exc.response.get("error"))
+            await tell(FAILED)
+            return
+        answered = await self._answer_into(placeholder, q, asker, audience, tell)
+        if answered is None:
+            return
+        answer, answer_id = answered
+        could_use_more = not answer.answered and answer.abstain_reason in _LEVEL_BOUND
+        if asker > audience.cap(asker) and (could_use_more or answer.diagnostics.blocked):
+            await self._offer_dm(q, answer_id, audience)
+
+    async def _answer_into(
+        self, placeholder: Placeholder, q: Question, asker: Level, audience: Audience, tell: Tell
+    ) -> tuple[Answer, str] | None:
+        """Wait for a slot (the placeholder shows the place in line), answer, end the placeholder.
+
+        The answer streams into its own message when the model streams; the placeholder is then
+        deleted. None when the asker got no answer (busy, or a failure note)."""
+        audience_level = asker if audience.direct else audience.level
+        stream = StreamedReply(self.client, q, self._can_stream(q))
+        try:
+            async with self.queue.turn(q.user, lambda ahead: self._show(placeholder, self._waiting_text(ahead))) as turn:
+                if not turn.admitted:
+                    log.info("queue %s after %.1f s: told %s busy", turn.refused, turn.waited_s, q.user)
+                    await self._end(placeholder, blocks.notice(BUSY), tell)
+                    return None
+                if placeholder.ts is not None and placeholder.shown != blocks.THINKING:
+                    await self._show(placeholder, blocks.THINKING)
+                answer = await self._ask(q, min(asker, audience_level), stream.on_text if stream.enabled else None)
+        except Exception:
+            log.exception("answering in %s failed", q.channel)
+            await stream.abandon()
+            await self._end(placeholder, blocks.notice(FAILED), tell)
+            return None
+        answer_id = uuid.uuid4().hex[:16]
+        message = blocks.answer_message(answer, answer_id)
+        ts = await stream.finish(answer, answer_id) if stream.started else None
+        if ts is not None:
+            await self._end(placeholder, None, tell)
+        else:
+            ts = await self._end(placeholder, message, tell)
+        if ts is not None:
+            await self._log(q, answer, answer_id, asker, audience_level, ts)
+        return answer, answer_id
+
+    async def _answer_privately(self, q: Question, asker: Level, private: Reply, tell: Tell) -> None:
+        """The bot may not post here: answer the asker alone (so at their own level)."""
+        async with self.queue.turn(q.user) as turn:
+            if not turn.admitted:
                 await tell(BUSY)
                 return
-            try:
-                if announce is not None:
-                    q = replace(q, thread_ts=await self.post(q.channel, None, announce))
-                placeholder = await self.post(q.channel, q.thread_ts, blocks.notice(blocks.THINKING))
-            except NotInChannel:
-                if private is None:
-                    raise
-                answer, answer_id = await self._ask(q, asker, asker, "")
-                await private(blocks.answer_message(answer, answer_id))
-                return
-            except SlackApiError as exc:
-                log.warning("cannot post in %s: %s", q.channel, exc.response.get("error"))
-                await tell(FAILED)
-                return
-            try:
-                audience_level = asker if audience.direct else audience.level
-                answer, answer_id = await self._ask(q, asker, audience_level, placeholder)
-                await self._update(q.channel, placeholder, blocks.answer_message(answer, answer_id))
-            except Exception:
-                log.exception("answering in %s failed", q.channel)
-                await self._update(q.channel, placeholder, blocks.notice(FAILED))
-                return
-        could_use_more = not answer.answered and answer.abstain_reason in _LEVEL_BOUND
-        if asker > level and (could_use_more or answer.diagnostics.blocked):
-            await self._offer_dm(q, answer_id, audience)
+            answer = await self._ask(q, asker, None)
+        answer_id = uuid.uuid4().hex[:16]
+        await private(blocks.answer_message(answer, answer_id))
+        await self._log(q, answer, answer_id, asker, asker, "")
 
     async def answer_in_dm(self, user: str, answer_id: str, tell: Tell) -> None:
         """The DM offer was accepted: answer the recorded question again in a DM with the asker."""
@@ -122,7 +185,12 @@ class Answerer:
         if record is None or record.asker != user:
             await tell("That offer has expired. Send me the question in a direct message instead.")
             return
-        opened = await self.client.conversations_open(users=user)
+        try:
+            opened = await self.client.conversations_open(users=user)
+        except SlackApiError as exc:
+            log.warning("conversations.open for %s failed: %s", user, exc.response.get("error"))
+            await tell(NO_DM.format(error=exc.response.get("error", "error")))
+            return
         channel = opened["channel"]["id"]
         history = [(turn["speaker"], turn["text"]) for turn in record.history]
         q = Question(record.question, user, channel, None, history)
@@ -136,15 +204,25 @@ class Answerer:
                        f"Please wait {max(1, round(wait))} seconds and ask again.")
         return not wait
 
-    async def _ask(self, q: Question, asker: Level, audience: Level, ts: str) -> tuple[Answer, str]:
-        """Answer at min(asker, audience) and log it; `ts` is the message the answer will be."""
-        level = min(asker, audience)
-        answer = await self.engine.ask(q.text, level, q.history)
+    def _can_stream(self, q: Question) -> bool:
+        """Streams are replies in a thread; elsewhere (a DM's top level) the placeholder is updated."""
+        return self.stream_replies and q.thread_ts is not None
+
+    async def _ask(self, q: Question, level: Level, on_text: TextSink | None) -> Answer:
+        """Answer at `level`. A chunk deleted by a sync between search and read is retried once,
+        then treated as a miss."""
+        for attempt in (1, 2):
+            try:
+                answer = await self.engine.ask(q.text, level, q.history, on_text=on_text)
+                break
+            except KeyError as exc:
+                log.warning("a chunk vanished while answering (%s), attempt %d", exc, attempt)
+        else:
+            answer = Answer(q.text, ABSTAIN_MESSAGES["no_match"], False, "no_match", [], Diagnostics(), level.name,
+                            detail="the matching chunks were removed while answering")
         if answer.abstain_reason:
             log.info("abstained (%s): %s", answer.abstain_reason, answer.detail)
-        answer_id = uuid.uuid4().hex[:16]
-        await self._log(q, answer, answer_id, asker, audience, ts)
-        return answer, answer_id
+        return answer
 
     async def _log(self, q: Question, answer: Answer, answer_id: str, asker: Level, audience: Level, ts: str) -> None:
         """A failed write is logged and the answer still posted: feedback on it is then refused."""
@@ -164,6 +242,59 @@ class Answerer:
             )
         except SlackApiError as exc:
             log.warning("could not send the DM offer in %s: %s", q.channel, exc.response.get("error"))
+
+    # -- the placeholder: shown (posted, then updated) and ended in one place each -----------------
+    @staticmethod
+    def _waiting_text(ahead: int) -> str:
+        return blocks.THINKING if ahead < 0 else blocks.in_line(ahead)
+
+    async def _show(self, placeholder: Placeholder, text: str) -> None:
+        if placeholder.ts is None:
+            placeholder.ts = await self.post(placeholder.channel, placeholder.thread_ts, blocks.notice(text))
+        elif text != placeholder.shown:
+            try:
+                await self._update(placeholder.channel, placeholder.ts, blocks.notice(text))
+            except SlackApiError as exc:  # a place in line not shown is no reason to stop
+                log.warning("could not update the placeholder in %s: %s", placeholder.channel,
+                            exc.response.get("error"))
+        placeholder.shown = text
+
+    async def _end(self, placeholder: Placeholder, message: dict[str, Any] | None, tell: Tell) -> str | None:
+        """Turn the placeholder into `message` (or delete it: None), whatever happens.
+
+        Returns the ts of the final message, None when none could be posted. If the update
+        fails the placeholder is deleted and the asker told privately, so "Looking through
+        the docs…" never stays forever."""
+        try:
+            if placeholder.ts is None:
+                return await self.post(placeholder.channel, placeholder.thread_ts, message) if message else None
+            if message is not None:
+                await self._update(placeholder.channel, placeholder.ts, message)
+                return placeholder.ts
+        except (SlackApiError, NotInChannel) as exc:
+            error = exc.response.get("error", "error") if isinstance(exc, SlackApiError) else str(exc)
+            log.warning("could not post the reply in %s: %s", placeholder.channel, error)
+            await self._delete(placeholder)
+            await self._tell_safely(tell, NOT_POSTED.format(error=error))
+            return None
+        await self._delete(placeholder)
+        return None
+
+    async def _delete(self, placeholder: Placeholder) -> None:
+        if placeholder.ts is None:
+            return
+        try:
+            await self.client.chat_delete(channel=placeholder.channel, ts=placeholder.ts)
+        except SlackApiError as exc:
+            log.warning("could not delete the placeholder in %s: %s", placeholder.channel, exc.response.get("error"))
+        placeholder.ts = None
+
+    @staticmethod
+    async def _tell_safely(tell: Tell, text: str) -> None:
+        try:
+            await tell(text)
+        except SlackApiError as exc:
+            log.warning("could not tell the asker: %s", exc.response.get("error"))
 
     # -- Web API helpers -------------------------------------------------------------------------
     async def post(self, channel: str, thread_ts: str | None, message: dict[str, Any]) -> str:
@@ -205,7 +336,7 @@ async def thread_history(
         if float(message.get("ts", 0)) >= float(before_ts):
             continue
         is_bot = bool(message.get("bot_id")) or (bot_user_id is not None and message.get("user") == bot_user_id)
-        if is_bot and message.get("text") == blocks.THINKING:
+        if is_bot and blocks.is_placeholder(message.get("text", "")):
             continue
         if text := question_text(message.get("text", ""), bot_user_id):
             history.append(("agent" if is_bot else "user", text[:_HISTORY_CHARS]))

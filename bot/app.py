@@ -20,7 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.access import AccessPolicy, load_access
 from bot.answering import Answerer
 from bot.directory import Directory
-from bot.limits import AnswerSlots, UserRateLimit
+from bot.limits import AnswerQueue, UserRateLimit
 from bot.listeners import register_listeners
 from bot.middleware import attach, drop_retries
 from bot.docs_sync import status_text
@@ -77,7 +77,8 @@ def build_bot(
     answerer = Answerer(
         client, engine, directory, answer_log,
         UserRateLimit(settings.bot_user_questions_per_minute),
-        AnswerSlots(settings.bot_max_concurrent_answers),
+        AnswerQueue(settings.bot_max_concurrent_answers, settings.queue_max, settings.queue_wait_s),
+        stream_replies=settings.llm_stream,
     )
     services = Services(
         settings=settings,

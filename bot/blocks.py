@@ -1,7 +1,9 @@
 """Slack messages for answers: Block Kit within Slack's limits, with nothing the model can abuse.
 
 Model output and document titles are escaped (`&`, `<`, `>`), so an answer can never ping
-`@channel`, mention a user or carry a link; the only links are the citations' own URLs.
+`@channel`, mention a user or carry a link, and their text objects are `verbatim`, so Slack does
+not turn a bare URL, `#channel` or `@here` into a link or a ping either; the only links are the
+citations' own URLs (explicit `<url|label>` links still render in verbatim text).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ ASK_FORM = "docs_ask"
 QUESTION_INPUT = "question"
 
 THINKING = "Looking through the docs…"
+IN_LINE = "You're in line: {ahead} ahead of you. I'll answer as soon as it's your turn."
 
 Block = dict[str, Any]
 
@@ -54,8 +57,24 @@ def truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def section(text: str) -> Block:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+def section(text: str, verbatim: bool = False) -> Block:
+    """`verbatim` for text from the model or the docs: nothing in it is auto-linked."""
+    text_object: Block = {"type": "mrkdwn", "text": text}
+    if verbatim:
+        text_object["verbatim"] = True
+    return {"type": "section", "text": text_object}
+
+
+def in_line(ahead: int) -> str:
+    """The placeholder of a question waiting for an answer slot."""
+    if ahead == 0:
+        return IN_LINE.format(ahead="you're next, nobody is")
+    return IN_LINE.format(ahead=f"{ahead} question{'s' if ahead != 1 else ''}")
+
+
+def is_placeholder(text: str) -> bool:
+    """A placeholder of ours (thinking, or a place in line): not part of a thread's history."""
+    return text == THINKING or text.startswith(IN_LINE[:14])
 
 
 def button(label: str, action_id: str, value: str, style: str | None = None) -> Block:
@@ -113,17 +132,28 @@ def feedback(answer_id: str) -> Block:
 
 def answer_message(answer: Answer, answer_id: str) -> dict[str, Any]:
     """`text` (notification fallback) and `blocks` for chat.postMessage / chat.update."""
-    if answer.answered:
-        body = mrkdwn(truncate(answer.answer, ANSWER_LIMIT))
-        sources = [citation_line(c) for c in answer.citations[:MAX_CITATIONS]]
-    else:
-        body = escape(abstention_text(answer))
-        sources = []
-    blocks = [section(piece) for piece in split_text(body)]
-    if sources:
-        blocks.extend(section(piece) for piece in split_text("*Sources*\n" + "\n".join(sources)))
-    blocks.append(feedback(answer_id))
+    body = answer_body(answer)
+    blocks = [section(piece, verbatim=True) for piece in split_text(body)]
+    blocks.extend(answer_tail(answer, answer_id))
     return {"text": truncate(body, FALLBACK_LIMIT), "blocks": blocks}
+
+
+def answer_body(answer: Answer) -> str:
+    """The answer's text as Slack mrkdwn (escaped), or why there is none."""
+    if answer.answered:
+        return mrkdwn(truncate(answer.answer, ANSWER_LIMIT))
+    return escape(abstention_text(answer))
+
+
+def answer_tail(answer: Answer, answer_id: str) -> list[Block]:
+    """What follows the text: the sources and the feedback controls (a streamed answer gets
+    them when it stops)."""
+    tail: list[Block] = []
+    if answer.answered and answer.citations:
+        lines = [citation_line(c) for c in answer.citations[:MAX_CITATIONS]]
+        tail.extend(section(piece, verbatim=True) for piece in split_text("*Sources*\n" + "\n".join(lines)))
+    tail.append(feedback(answer_id))
+    return tail
 
 
 def notice(text: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import random
 import re
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import openai
@@ -29,10 +30,18 @@ class ProviderError(RuntimeError):
         self.retry_after = retry_after
 
 
+TextSink = Callable[[str], Awaitable[None]]  # receives the answer's text as it is generated
+
+
 class Generator(Protocol):
     name: str
 
-    async def generate(self, question: str, sources: list[Source], history: list[tuple[str, str]]) -> str: ...
+    async def generate(
+        self, question: str, sources: list[Source], history: list[tuple[str, str]], on_text: TextSink | None = None
+    ) -> str:
+        """The whole answer; `on_text`, when given, also gets its pieces as they are generated
+        (a generator that cannot stream never calls it)."""
+        ...
 
 
 def retry_after_seconds(headers: object) -> float | None:
@@ -68,9 +77,21 @@ class OpenAIChat:
         self.name = settings.chat_model
         self._settings = settings
 
-    async def generate(self, question: str, sources: list[Source], history: list[tuple[str, str]]) -> str:
+    async def generate(
+        self, question: str, sources: list[Source], history: list[tuple[str, str]], on_text: TextSink | None = None
+    ) -> str:
+        """With `on_text` (and DOCSBOT_LLM_STREAM) the completion is streamed; an attempt that
+        already passed text on is not retried (the reader would see it twice)."""
         s = self._settings
         messages = build_messages(question, sources, history)
+        sink = on_text if s.llm_stream else None
+        emitted = False
+
+        async def emit(piece: str) -> None:
+            nonlocal emitted
+            emitted = True
+            await sink(piece)  # type: ignore[misc]
+
         deadline = time.monotonic() + s.llm_total_timeout_s
         retry_after: float | None = None
         problem = "no attempt was made"
@@ -80,20 +101,18 @@ class OpenAIChat:
                 break
             timeout = min(s.llm_attempt_timeout_s, remaining)
             try:
-                response = await asyncio.wait_for(
-                    self._client.chat.completions.create(
-                        model=self.name,
-                        messages=messages,
-                        temperature=0,
-                        max_tokens=s.llm_max_tokens,
-                        timeout=timeout,
-                    ),
-                    timeout=timeout + 0.5,
-                )
-                return response.choices[0].message.content or ""
+                request = dict(model=self.name, messages=messages, temperature=0, max_tokens=s.llm_max_tokens,
+                               timeout=timeout)
+                if sink is None:
+                    response = await asyncio.wait_for(self._client.chat.completions.create(**request),
+                                                      timeout=timeout + 0.5)
+                    return response.choices[0].message.content or ""
+                return await asyncio.wait_for(self._streamed(request, emit), timeout=timeout + 0.5)
             except (asyncio.TimeoutError, *_RETRYABLE) as exc:
                 problem = _describe(exc)
                 retry_after = retry_after_seconds(getattr(getattr(exc, "response", None), "headers", None))
+                if emitted:
+                    raise ProviderError(f"the AI service failed mid-answer ({problem})") from None
             except openai.APIStatusError as exc:
                 raise ProviderError(f"the AI service refused the request ({_describe(exc)})") from None
             except openai.OpenAIError as exc:
@@ -103,6 +122,17 @@ class OpenAIChat:
                 break
             await asyncio.sleep(delay)
         raise ProviderError(f"the AI service is unavailable ({problem})", retry_after)
+
+    async def _streamed(self, request: dict, emit: TextSink) -> str:
+        """One streamed completion: every text delta goes to `emit`; returns the whole text."""
+        parts: list[str] = []
+        stream = await self._client.chat.completions.create(**request, stream=True)
+        async for chunk in stream:
+            piece = chunk.choices[0].delta.content if chunk.choices else None
+            if piece:
+                parts.append(piece)
+                await emit(piece)
+        return "".join(parts)
 
 
 def _describe(exc: BaseException) -> str:
@@ -233,7 +263,10 @@ class ExtractiveAnswerer:
         self.max_chars = max_chars
         self.moderate_similarity = moderate_similarity
 
-    async def generate(self, question: str, sources: list[Source], history: list[tuple[str, str]]) -> str:
+    async def generate(
+        self, question: str, sources: list[Source], history: list[tuple[str, str]], on_text: TextSink | None = None
+    ) -> str:
+        """Never streams: the quotes are known at once, so `on_text` is not called."""
         missing, total = missing_terms(question, sources)
         share = missing / total if total else 0.0
         best = max((s.similarity for s in sources), default=0.0)
