@@ -108,15 +108,11 @@ class Answerer:
         if asker is None:
             return
         audience = Audience(level_of, direct=True) if level_of is not None else await self.directory.audience(q.channel)
-        if self.queue.full:
-            await tell(BUSY)
-            return
         try:
             if announce is not None:
                 q = replace(q, thread_ts=await self.post(q.channel, None, announce))
-            placeholder = Placeholder(q.channel, q.thread_ts)
-            if show_thinking:
-                await self._show(placeholder, self._waiting_text(self.queue.depth if self.queue.saturated else -1))
+            answered = await self._answer_into(Placeholder(q.channel, q.thread_ts), q, asker, audience, tell,
+                                               show_thinking)
         except NotInChannel:
             if private is None:
                 raise
@@ -126,7 +122,6 @@ class Answerer:
             log.warning("cannot post in %s: %s", q.channel, exc.response.get("error"))
             await tell(FAILED)
             return
-        answered = await self._answer_into(placeholder, q, asker, audience, tell)
         if answered is None:
             return
         answer, answer_id = answered
@@ -135,27 +130,37 @@ class Answerer:
             await self._offer_dm(q, answer_id, audience)
 
     async def _answer_into(
-        self, placeholder: Placeholder, q: Question, asker: Level, audience: Audience, tell: Tell
+        self, placeholder: Placeholder, q: Question, asker: Level, audience: Audience, tell: Tell, show_thinking: bool
     ) -> tuple[Answer, str] | None:
-        """Wait for a slot (the placeholder shows the place in line), answer, end the placeholder.
+        """Take a place in line (the placeholder is posted then, showing it, and follows it), answer,
+        end the placeholder. A full line is told privately, with nothing posted.
 
         The answer streams into its own message when the model streams; the placeholder is then
-        deleted. None when the asker got no answer (busy, or a failure note)."""
+        deleted. None when the asker got no answer (busy, or a failure note). NotInChannel (and a
+        failure to post the first placeholder) is raised: nothing was posted then."""
         audience_level = asker if audience.direct else audience.level
         stream = StreamedReply(self.client, q, self._can_stream(q))
         try:
-            async with self.queue.turn(q.user, lambda ahead: self._show(placeholder, self._waiting_text(ahead))) as turn:
+            async with self.queue.turn(q.user, lambda ahead: self._show(placeholder, blocks.in_line(ahead))) as turn:
                 if not turn.admitted:
                     log.info("queue %s after %.1f s: told %s busy", turn.refused, turn.waited_s, q.user)
-                    await self._end(placeholder, blocks.notice(BUSY), tell)
+                    if placeholder.ts is None:
+                        await tell(BUSY)
+                    else:
+                        await self._end(placeholder, blocks.notice(BUSY), tell)
                     return None
-                if placeholder.ts is not None and placeholder.shown != blocks.THINKING:
+                if show_thinking or placeholder.ts is not None:
                     await self._show(placeholder, blocks.THINKING)
                 answer = await self._ask(q, min(asker, audience_level), stream.on_text if stream.enabled else None)
+        except (NotInChannel, SlackApiError):
+            if placeholder.ts is None:
+                raise
+            log.exception("answering in %s failed", q.channel)
+            await self._fail(placeholder, stream, tell)
+            return None
         except Exception:
             log.exception("answering in %s failed", q.channel)
-            await stream.abandon()
-            await self._end(placeholder, blocks.notice(FAILED), tell)
+            await self._fail(placeholder, stream, tell)
             return None
         answer_id = uuid.uuid4().hex[:16]
         message = blocks.answer_message(answer, answer_id)
@@ -167,6 +172,10 @@ class Answerer:
         if ts is not None:
             await self._log(q, answer, answer_id, asker, audience_level, ts)
         return answer, answer_id
+
+    async def _fail(self, placeholder: Placeholder, stream: StreamedReply, tell: Tell) -> None:
+        await stream.abandon()
+        await self._end(placeholder, blocks.notice(FAILED), tell)
 
     async def _answer_privately(self, q: Question, asker: Level, private: Reply, tell: Tell) -> None:
         """The bot may not post here: answer the asker alone (so at their own level)."""
@@ -244,10 +253,6 @@ class Answerer:
             log.warning("could not send the DM offer in %s: %s", q.channel, exc.response.get("error"))
 
     # -- the placeholder: shown (posted, then updated) and ended in one place each -----------------
-    @staticmethod
-    def _waiting_text(ahead: int) -> str:
-        return blocks.THINKING if ahead < 0 else blocks.in_line(ahead)
-
     async def _show(self, placeholder: Placeholder, text: str) -> None:
         if placeholder.ts is None:
             placeholder.ts = await self.post(placeholder.channel, placeholder.thread_ts, blocks.notice(text))

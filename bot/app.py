@@ -17,7 +17,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.access import AccessPolicy, load_access
+from bot.access import AccessFile, AccessPolicy, tell_admins
 from bot.answering import Answerer
 from bot.directory import Directory
 from bot.limits import AnswerQueue, UserRateLimit
@@ -67,12 +67,11 @@ def build_bot(
     routes: list[web.RouteDef] | None = None,
 ) -> DocsBot:
     """Everything wired together; `routes` are extra aiohttp routes (e.g. the git webhook)."""
-    if policy is None:
-        policy = load_access(settings.access_file)
+    access = AccessFile(settings.access_file) if policy is None else AccessFile.fixed(policy)
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
     client = web_client(settings)
     app = AsyncApp(client=client, signing_secret=secret, name="docsbot", process_before_response=False)
-    directory = Directory(client, policy, settings.bot_lookup_ttl_s)
+    directory = Directory(client, access, settings.bot_lookup_ttl_s)
     answer_log = AnswerLog(settings.data_dir, settings.answer_log_days)
     answerer = Answerer(
         client, engine, directory, answer_log,
@@ -83,7 +82,7 @@ def build_bot(
     services = Services(
         settings=settings,
         engine=engine,
-        policy=policy,
+        access=access,
         answerer=answerer,
         answer_log=answer_log,
         work=BackgroundWork(),
@@ -92,6 +91,8 @@ def build_bot(
         status=lambda: asyncio.to_thread(status_text, engine.store),
         run_sync=run_sync,
     )
+    access.on_invalid = lambda previous, problem: services.work.spawn(
+        tell_admins(client, previous.admins, problem), name="access-file-invalid")
     app.use(attach(services))
     app.use(drop_retries(services))
     register_listeners(app)

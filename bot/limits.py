@@ -113,6 +113,7 @@ class AnswerQueue:
         loop = asyncio.get_running_loop()
         ticket = _Ticket(user, loop.create_future(), loop.create_future())
         self._lines.setdefault(user, deque()).append(ticket)
+        self._moved()  # a newcomer's first question may go ahead of someone's burst
         ahead_at_arrival = self._ahead(ticket)
         admitted = False
         try:

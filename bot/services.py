@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from bot.access import AccessPolicy
+from bot.access import AccessFile, AccessPolicy
 from bot.answering import Answerer
 from bot.ttl import TTLCache
 from bot.work import BackgroundWork
@@ -21,7 +21,7 @@ SyncCommand = Callable[[], Awaitable[str]]  # runs one docs sync, returns its su
 class Services:
     settings: Settings
     engine: Engine
-    policy: AccessPolicy
+    access: AccessFile
     answerer: Answerer
     answer_log: AnswerLog
     work: BackgroundWork
@@ -32,6 +32,11 @@ class Services:
     seen_messages: TTLCache[tuple[str, str], bool]
     status: Callable[[], Awaitable[str]]
     run_sync: SyncCommand | None = None
+
+    @property
+    def policy(self) -> AccessPolicy:
+        """The access policy in force (re-read when the file changes)."""
+        return self.access.policy
 
     def first_delivery(self, channel: str, ts: str) -> bool:
         return self.seen_messages.add((channel, ts), True)

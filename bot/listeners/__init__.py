@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.listeners import actions, commands, events, feedback, views
+from bot.listeners import actions, channels, commands, events, feedback, views
 
 
 def register_listeners(app: AsyncApp) -> None:
@@ -12,3 +12,4 @@ def register_listeners(app: AsyncApp) -> None:
     actions.register(app)
     views.register(app)
     feedback.register(app)
+    channels.register(app)
