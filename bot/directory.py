@@ -54,13 +54,17 @@ class Directory:
 
     @property
     def policy(self) -> AccessPolicy:
-        policy = self.access.policy
-        if self.access.version != self._policy_version:  # levels computed on the old file are void
+        self._follow_policy()
+        return self.access.policy
+
+    def _follow_policy(self) -> None:
+        """Before using a cached level: if the access file changed (reading the policy re-reads a
+        changed file), levels computed on the old one are dropped."""
+        if self.access.policy is not None and self.access.version != self._policy_version:
             self._policy_version = self.access.version
             self._users = TTLCache(self._users.ttl_s)
             for channel_id in self._audiences.keys():
                 self.forget_channel(channel_id)
-        return policy
 
     def forget_channel(self, channel_id: str) -> None:
         """Its members, sharing or privacy changed: the next answer there looks it up again."""
@@ -76,6 +80,7 @@ class Directory:
     # -- people ---------------------------------------------------------------------------------
     async def user_level(self, user_id: str) -> Level | None:
         """The user's level; None for bots and apps (they read nothing and count for nothing)."""
+        self._follow_policy()
         cached = self._users.get(user_id)
         if cached is None:
             cached = (await self._resolve_user(user_id),)
@@ -117,6 +122,7 @@ class Directory:
 
     # -- conversations --------------------------------------------------------------------------
     async def audience(self, channel_id: str) -> Audience:
+        self._follow_policy()
         cached = self._audiences.get(channel_id)
         if cached is None:
             epoch = self._audience_epochs[channel_id]

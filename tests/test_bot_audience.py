@@ -1,0 +1,96 @@
+"""Audiences that follow the channel, an access file that follows its edits, and output that
+cannot surprise: through the real app, signed events and the Slack stand-in."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from bot import demo
+from bot.local import LocalSlack, local_slack
+from bot.standin import visible_text
+from rag.engine import Engine
+from rag.generation import ExtractiveAnswerer
+from rag.store import Store
+from sync.folder import index_folder
+from rag.embeddings import LocalMiniLM
+from tests.conftest import make_settings
+from tests.test_bot import answers, mention
+
+ROTATION = "how does the on-call rotation and handover work?"
+
+
+def answered_level(local: LocalSlack, channel: str) -> str:
+    latest = answers(local, channel)[-1]
+    logged = local.bot.services.answer_log.find_by_message(channel, latest["ts"])
+    assert logged is not None
+    return logged.level
+
+
+async def test_a_guest_joining_a_private_channel_lowers_the_next_answer_at_once(sample_engine: Engine) -> None:
+    async with local_slack(sample_engine.settings, sample_engine) as local:
+        await mention(local, demo.DAN, demo.ENG, ROTATION)
+        await local.settle()
+        assert answered_level(local, demo.ENG) == "team"
+        local.standin.workspace.channels[demo.ENG]["members"].append(demo.GUEST)
+        await mention(local, demo.DAN, demo.ENG, ROTATION)  # Slack has not told the bot yet: cached
+        await local.settle()
+        assert answered_level(local, demo.ENG) == "team"
+        joined = {"type": "member_joined_channel", "user": demo.GUEST, "channel": demo.ENG, "channel_type": "G",
+                  "team": local.standin.workspace.team_id, "event_ts": local.standin.next_ts()}
+        assert (await local.slack.event(joined)).status == 200
+        await mention(local, demo.DAN, demo.ENG, ROTATION)
+        await local.settle()
+        assert answered_level(local, demo.ENG) == "public"
+        assert "On-Call Handbook" not in visible_text(answers(local, demo.ENG)[-1])
+
+
+async def test_an_edited_access_file_applies_without_a_restart_and_a_broken_one_is_refused(
+    sample_engine: Engine, tmp_path: Path
+) -> None:
+    access = tmp_path / "access.toml"
+    access.write_text('admins = ["U_ALICE"]\n[users]\nU_ALICE = "restricted"\n')
+    settings = sample_engine.settings.model_copy(update={"access_file": str(access)})
+    async with local_slack(settings, sample_engine) as local:
+        dm = local.standin.dm_channel(demo.EVE)
+
+        async def ask() -> str:
+            ts = local.standin.post_as_user(dm, demo.EVE, ROTATION)
+            await local.slack.event(local.slack.direct_message(demo.EVE, dm, ROTATION, ts))
+            await local.settle()
+            return answered_level(local, dm)
+
+        assert await ask() == "public"
+        await asyncio.sleep(1.1)  # the file is checked at most once a second
+        access.write_text('admins = ["U_ALICE"]\n[users]\nU_ALICE = "restricted"\nU_EVE = "team"\n')
+        assert await ask() == "team"
+        await asyncio.sleep(1.1)
+        access.write_text('admins = ["U_ALICE"]\n[users]\nU_EVE = "boss"\n')
+        assert await ask() == "team"  # the previous policy stays in force
+        await local.settle()
+        told = local.standin.messages[local.standin.dm_channel(demo.ALICE)]
+        assert len(told) == 1 and "cannot be used" in told[0]["text"] and "'boss'" in told[0]["text"]
+
+
+async def test_urls_channels_and_here_from_a_doc_are_posted_as_plain_text(
+    tmp_path: Path, embedder: LocalMiniLM
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "status.md").write_text(
+        "---\ntitle: Status page\naccess: public\n---\n# Status page\n\n"
+        "The status page lives at https://evil.example/status and every incident is announced "
+        "in #general with @here so everyone sees the status page.\n")
+    settings = make_settings(tmp_path / "index")
+    engine = Engine(settings, Store(str(tmp_path / "index")), embedder, ExtractiveAnswerer())
+    await asyncio.to_thread(index_folder, engine, docs)
+    async with local_slack(settings, engine) as local:
+        await mention(local, demo.BOB, demo.GENERAL, "where is the status page?")
+        await local.settle()
+        [answer] = answers(local, demo.GENERAL)
+        body = answer["blocks"][0]["text"]
+        assert body["verbatim"] is True
+        assert "https://evil.example/status" in body["text"] and "#general" in body["text"] and "@here" in body["text"]
+        sources = [b["text"] for b in answer["blocks"] if b["type"] == "section" and "Sources" in b["text"]["text"]]
+        assert sources and all(s["verbatim"] is True for s in sources)
+        posted = str(answer["blocks"]) + answer["text"]
+        assert "<https://evil" not in posted and "<!here" not in posted and "<#" not in posted
