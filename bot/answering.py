@@ -44,6 +44,9 @@ _HISTORY_MESSAGES = 12
 _HISTORY_CHARS = 1000
 
 
+PANEL = Audience(Level.restricted, direct=True, reason="the assistant panel")
+
+
 class NotInChannel(RuntimeError):
     """The bot cannot post in this conversation (not invited, or a DM between other people)."""
 
@@ -93,21 +96,21 @@ class Answerer:
     # -- delivering answers ------------------------------------------------------------------------
     async def answer_in_conversation(
         self, q: Question, tell: Tell, announce: dict[str, Any] | None = None, private: Reply | None = None,
-        level_of: Level | None = None, show_thinking: bool = True,
+        direct: bool = False, show_thinking: bool = True,
     ) -> None:
         """Answer in the conversation, waiting in line for an answer slot if need be.
 
         `announce` is first posted at the top level and the answer goes in its thread (for
         `/docs`). When the bot may not post in the conversation, the answer goes to `private`
-        (seen by the asker alone, so at the asker's level) or NotInChannel is raised. `level_of`
-        fixes the audience's level (the assistant panel: the asker alone reads it), and
-        `show_thinking` False posts nothing until the answer (or a place in line) is ready."""
+        (seen by the asker alone, so at the asker's level) or NotInChannel is raised. `direct`
+        says the asker alone reads the answer (the assistant panel), and `show_thinking` False
+        posts nothing until the answer (or a place in line) is ready."""
         if not await self._admitted(q.user, tell):
             return
         asker = await self.directory.user_level(q.user)
         if asker is None:
             return
-        audience = Audience(level_of, direct=True) if level_of is not None else await self.directory.audience(q.channel)
+        audience = PANEL if direct else await self.directory.audience(q.channel)
         try:
             if announce is not None:
                 q = replace(q, thread_ts=await self.post(q.channel, None, announce))

@@ -231,6 +231,12 @@ class AnswerLog:
         rows = _select(self._answers, f"{_eq('channel', channel)} AND {_eq('message_ts', message_ts)}", limit=1)
         return _answer(rows[0]) if rows else None
 
+    def questions_since(self, since_ms: int) -> list[tuple[str, str]]:
+        """(question, level answered at) of every answered question logged since `since_ms`."""
+        table = self._answers.search().where(f"created_ms >= {int(since_ms)} AND answered")
+        rows = table.select(["question", "level"]).limit(None).to_arrow().to_pylist()
+        return [(row["question"], row["level"]) for row in rows]
+
     def answers(self, ids: Iterable[str]) -> dict[str, LoggedAnswer]:
         ids = sorted(set(ids))
         if not ids:
