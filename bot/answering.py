@@ -96,26 +96,26 @@ class Answerer:
     # -- delivering answers ------------------------------------------------------------------------
     async def answer_in_conversation(
         self, q: Question, tell: Tell, announce: dict[str, Any] | None = None, private: Reply | None = None,
-        direct: bool = False, show_thinking: bool = True,
+        panel: bool = False,
     ) -> None:
         """Answer in the conversation, waiting in line for an answer slot if need be.
 
         `announce` is first posted at the top level and the answer goes in its thread (for
         `/docs`). When the bot may not post in the conversation, the answer goes to `private`
-        (seen by the asker alone, so at the asker's level) or NotInChannel is raised. `direct`
-        says the asker alone reads the answer (the assistant panel), and `show_thinking` False
-        posts nothing until the answer (or a place in line) is ready."""
+        (seen by the asker alone, so at the asker's level) or NotInChannel is raised. In the
+        assistant `panel` the asker alone reads the answer, the status line (not a placeholder)
+        says what happens until the answer or a place in line is posted, and the answer carries
+        Slack's native feedback buttons."""
         if not await self._admitted(q.user, tell):
             return
         asker = await self.directory.user_level(q.user)
         if asker is None:
             return
-        audience = PANEL if direct else await self.directory.audience(q.channel)
+        audience = PANEL if panel else await self.directory.audience(q.channel)
         try:
             if announce is not None:
                 q = replace(q, thread_ts=await self.post(q.channel, None, announce))
-            answered = await self._answer_into(Placeholder(q.channel, q.thread_ts), q, asker, audience, tell,
-                                               show_thinking)
+            answered = await self._answer_into(Placeholder(q.channel, q.thread_ts), q, asker, audience, tell, panel)
         except NotInChannel:
             if private is None:
                 raise
@@ -133,7 +133,7 @@ class Answerer:
             await self._offer_dm(q, answer_id, audience)
 
     async def _answer_into(
-        self, placeholder: Placeholder, q: Question, asker: Level, audience: Audience, tell: Tell, show_thinking: bool
+        self, placeholder: Placeholder, q: Question, asker: Level, audience: Audience, tell: Tell, panel: bool
     ) -> tuple[Answer, str] | None:
         """Take a place in line (the placeholder is posted then, showing it, and follows it), answer,
         end the placeholder. A full line is told privately, with nothing posted.
@@ -152,7 +152,7 @@ class Answerer:
                     else:
                         await self._end(placeholder, blocks.notice(BUSY), tell)
                     return None
-                if show_thinking or placeholder.ts is not None:
+                if not panel or placeholder.ts is not None:
                     await self._show(placeholder, blocks.THINKING)
                 answer = await self._ask(q, min(asker, audience_level), stream.on_text if stream.enabled else None)
         except (NotInChannel, SlackApiError):
@@ -166,8 +166,8 @@ class Answerer:
             await self._fail(placeholder, stream, tell)
             return None
         answer_id = uuid.uuid4().hex[:16]
-        message = blocks.answer_message(answer, answer_id)
-        ts = await stream.finish(answer, answer_id) if stream.started else None
+        message = blocks.answer_message(answer, answer_id, native_feedback=panel)
+        ts = await stream.finish(message) if stream.started else None
         if ts is not None:
             await self._end(placeholder, None, tell)
         else:

@@ -19,12 +19,14 @@ MAX_CITATIONS = 10
 
 FEEDBACK_UP = "feedback_up"
 FEEDBACK_DOWN = "feedback_down"
+FEEDBACK_NATIVE = "feedback_native"  # Slack's feedback_buttons; the value is "up:<answer id>" or "down:…"
 ANSWER_IN_DM = "answer_in_dm"
 
 ASK_FORM = "docs_ask"
 QUESTION_INPUT = "question"
 
 THINKING = "Looking through the docs…"
+SOURCES = "*Sources*"
 IN_LINE = "You're in line: {ahead} ahead of you. I'll answer as soon as it's your turn."
 
 Block = dict[str, Any]
@@ -130,11 +132,29 @@ def feedback(answer_id: str) -> Block:
     ]}
 
 
-def answer_message(answer: Answer, answer_id: str) -> dict[str, Any]:
-    """`text` (notification fallback) and `blocks` for chat.postMessage / chat.update."""
+def native_feedback_buttons(answer_id: str) -> Block:
+    """Slack's own 👍/👎 (a `feedback_buttons` element in a `context_actions` block)."""
+    def choice(emoji: str, label: str, vote: str) -> Block:
+        return {"text": {"type": "plain_text", "text": emoji}, "accessibility_label": label,
+                "value": f"{vote}:{answer_id}"}
+
+    return {"type": "context_actions", "block_id": "feedback", "elements": [{
+        "type": "feedback_buttons", "action_id": FEEDBACK_NATIVE,
+        "positive_button": choice("👍", "This answer was helpful", "up"),
+        "negative_button": choice("👎", "This answer was not helpful", "down"),
+    }]}
+
+
+def answer_message(answer: Answer, answer_id: str, native_feedback: bool = False) -> dict[str, Any]:
+    """`text` (notification fallback) and `blocks` for chat.postMessage / chat.update: the text
+    sections, then what follows it (sources, feedback controls: Slack's own buttons when
+    `native_feedback`)."""
     body = answer_body(answer)
     blocks = [section(piece, verbatim=True) for piece in split_text(body)]
-    blocks.extend(answer_tail(answer, answer_id))
+    if answer.answered and answer.citations:
+        lines = [citation_line(c) for c in answer.citations[:MAX_CITATIONS]]
+        blocks.extend(section(piece, verbatim=True) for piece in split_text(SOURCES + "\n" + "\n".join(lines)))
+    blocks.append(native_feedback_buttons(answer_id) if native_feedback else feedback(answer_id))
     return {"text": truncate(body, FALLBACK_LIMIT), "blocks": blocks}
 
 
@@ -145,15 +165,13 @@ def answer_body(answer: Answer) -> str:
     return escape(abstention_text(answer))
 
 
-def answer_tail(answer: Answer, answer_id: str) -> list[Block]:
-    """What follows the text: the sources and the feedback controls (a streamed answer gets
-    them when it stops)."""
-    tail: list[Block] = []
-    if answer.answered and answer.citations:
-        lines = [citation_line(c) for c in answer.citations[:MAX_CITATIONS]]
-        tail.extend(section(piece, verbatim=True) for piece in split_text("*Sources*\n" + "\n".join(lines)))
-    tail.append(feedback(answer_id))
-    return tail
+def after_text(message: dict[str, Any]) -> list[Block]:
+    """The blocks of an answer message after its text (sources, feedback): what a streamed
+    answer gets when it stops."""
+    blocks = message["blocks"]
+    first = next((i for i, b in enumerate(blocks) if b["type"] != "section" or b["text"]["text"].startswith(SOURCES)),
+                 len(blocks))
+    return blocks[first:]
 
 
 def notice(text: str) -> dict[str, Any]:

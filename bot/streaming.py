@@ -9,14 +9,13 @@ sources, feedback controls), or by the abstention when the citations did not hol
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks
-from rag.answer import Answer
 from rag.prompt import DECLINE_MARKER
 
 if TYPE_CHECKING:
@@ -64,15 +63,15 @@ class StreamedReply:
             self._broken = True
             await self.abandon()
 
-    async def finish(self, answer: Answer, answer_id: str) -> str | None:
+    async def finish(self, message: dict[str, Any]) -> str | None:
         """Stop the stream with the sources and feedback controls, then give the message its final
-        form (the checked answer, or the abstention). The message's ts, or None if that failed
+        form `message` (the checked answer, or the abstention). The message's ts, or None if that failed
         (the streamed message is then removed and the caller posts the answer its usual way)."""
         assert self._stream is not None and self._stream.ts is not None
         ts = self._stream.ts
         try:
-            await self._stream.stop(blocks=blocks.answer_tail(answer, answer_id))
-            await self.client.chat_update(channel=self.q.channel, ts=ts, **blocks.answer_message(answer, answer_id))
+            await self._stream.stop(blocks=blocks.after_text(message))
+            await self.client.chat_update(channel=self.q.channel, ts=ts, **message)
         except _ERRORS as exc:
             log.warning("ending the stream in %s failed (%s)", self.q.channel, exc)
             await self.abandon()

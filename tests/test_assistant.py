@@ -6,6 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from bot import demo
+from bot.blocks import FEEDBACK_NATIVE
+from bot.deliveries import buttons, feedback_choices
+from bot.feedback import FEEDBACK_FORM
 from bot.listeners.assistant import GREETING, SEARCHING
 from bot.local import LocalSlack, local_slack
 from bot.standin import visible_text
@@ -69,6 +72,26 @@ async def test_a_message_in_the_panel_sets_the_status_then_answers_in_the_thread
     assert local.standin.assistant_threads[(dm, root)]["title"] == BREAK_GLASS
     assert answer["thread_ts"] == root and "Break-Glass" in visible_text(answer) and "[1]" in visible_text(answer)
     assert local.bot.services.answer_log.find_by_message(dm, answer["ts"]).level == "restricted"
+
+
+async def test_panel_answers_carry_slacks_own_feedback_buttons_which_record_votes(local: LocalSlack) -> None:
+    dm, root = await open_panel(local, demo.BOB)
+    await ask_in_panel(local, demo.BOB, dm, root, VPN)
+    [answer] = [m for m in answers(local, dm) if m["text"] != GREETING]
+    assert not buttons(answer)
+    up, down = feedback_choices(answer)
+    assert up["action_id"] == down["action_id"] == FEEDBACK_NATIVE
+    answer_id = down["value"].removeprefix("down:")
+    assert (await local.slack.click(demo.BOB, dm, down, answer)).status == 200
+    await local.settle()
+    [vote] = local.bot.services.answer_log.feedback(answer_id)
+    assert (vote.user, vote.vote) == (demo.BOB, "down")
+    [form] = local.standin.calls_to("views.open", ok_only=True)
+    assert form["view"]["callback_id"] == FEEDBACK_FORM  # our form still asks what was wrong
+    await local.slack.click(demo.BOB, dm, up, answer)
+    await local.settle()
+    [vote] = local.bot.services.answer_log.feedback(answer_id)
+    assert vote.vote == "up"
 
 
 async def test_the_panel_never_answers_above_the_askers_own_level(local: LocalSlack) -> None:

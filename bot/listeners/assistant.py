@@ -86,7 +86,7 @@ async def _answer(
     if not any(speaker == "user" for speaker, _ in history):
         await _quietly(set_title(text[:_TITLE_CHARS]), "title")
     q = Question(text, user, channel, root, history, team=context.team_id or "")
-    await services.answerer.answer_in_conversation(q, tell, direct=True, show_thinking=False)
+    await services.answerer.answer_in_conversation(q, tell, panel=True)
 
 
 async def _quietly(call: Any, what: str) -> None:
