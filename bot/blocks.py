@@ -179,6 +179,21 @@ def notice(text: str) -> dict[str, Any]:
     return {"text": text, "blocks": [section(piece) for piece in split_text(text)]}
 
 
+def home_view(level: str, examples: list[str], usage: str, status: str, pending_reviews: int | None) -> dict[str, Any]:
+    """The App Home tab; `pending_reviews` (👎 answers waiting) only for admins."""
+    parts = [section(f"*What I can do for you*\nYou read the docs at level *{level}*: in a direct message or my "
+                     "assistant panel I answer from everything at that level; in a channel, only from what everyone "
+                     "there may read.")]
+    if examples:
+        parts.append(section("*Try asking*\n" + "\n".join(f"• {escape(q)}" for q in examples), verbatim=True))
+    parts.append(section(usage))
+    parts.append(section(status))
+    if pending_reviews is not None:
+        parts.append(section(f"*Feedback*\n{pending_reviews} 👎 answer{'s' if pending_reviews != 1 else ''} "
+                             "waiting for review: `/docs feedback` lists them."))
+    return {"type": "home", "blocks": parts}
+
+
 def dm_offer(answer_id: str, reason: str) -> dict[str, Any]:
     """The private note to an asker who could see more than this conversation allows."""
     text = (f"{reason} So I only used documents everyone here may see. "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.listeners import actions, assistant, channels, commands, events, feedback, views
+from bot.listeners import actions, assistant, channels, commands, events, feedback, home, views
 
 
 def register_listeners(app: AsyncApp) -> None:
@@ -14,3 +14,4 @@ def register_listeners(app: AsyncApp) -> None:
     views.register(app)
     feedback.register(app)
     channels.register(app)
+    home.register(app)

@@ -1,8 +1,10 @@
 """Changes to who reads a conversation: each forgets that conversation's cached audience at once.
 
 A guest joining a private channel lowers the next answer's level there immediately, instead of
-after the lookup cache expires; a channel shared with another organisation or made private is
-looked up again too. A person whose account changed (e.g. became a guest) is looked up again.
+after the lookup cache expires; a channel shared with another organisation is looked up again
+too. A person whose account changed (e.g. became a guest) is looked up again. (A public channel
+made private is announced only as a `message` subtype in the channel; it can only leave the
+level as it was or raise it, so the cached audience stays on the safe side until it expires.)
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from bot.services import services_of
 
 CHANNEL_EVENTS = (
     "member_joined_channel", "member_left_channel",
-    "channel_shared", "channel_unshared", "channel_converted_to_private", "channel_left",
+    "channel_shared", "channel_unshared", "channel_left",
     "group_left", "group_archive", "group_unarchive", "group_rename",
 )
 
