@@ -61,11 +61,16 @@ class AnswerQueue:
 
     Fair between people: the line is served round-robin by asker (each person's own questions
     in order), so one person's burst of questions waits behind everyone else's first question.
-    A freed slot passes straight to the next in line, so a newcomer cannot jump the queue."""
+    A freed slot passes straight to the next in line, so a newcomer cannot jump the queue.
+
+    A waiting question is told its place at most every `tell_every_s` (the latest place, once
+    that time has passed): 50 people in line would otherwise update their placeholders ~1,000
+    times while the line drains, far over Slack's rate limits."""
 
     slots: int
     max_waiting: int
     wait_s: float
+    tell_every_s: float = 5.0
     _free: int = field(init=False)
     _lines: OrderedDict[str, deque[_Ticket]] = field(init=False, default_factory=OrderedDict)
 
@@ -130,20 +135,23 @@ class AnswerQueue:
             self._release()
 
     async def _wait(self, ticket: _Ticket, deadline: float, moved: Moved | None) -> bool:
-        told = -1
+        told, told_at = -1, float("-inf")
         while not ticket.granted.done():
+            now = time.monotonic()
             ahead = self._ahead(ticket)
-            if moved is not None and ahead != told:
-                told = ahead
+            next_tell = told_at + self.tell_every_s
+            if moved is not None and ahead != told and now >= next_tell:
+                told, told_at = ahead, now
                 await moved(ahead)
                 continue  # the line may have moved during the update
-            remaining = deadline - time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 break
             if ticket.moved.done():
                 ticket.moved = asyncio.get_running_loop().create_future()
-            await asyncio.wait([ticket.granted, ticket.moved], timeout=remaining,
-                               return_when=asyncio.FIRST_COMPLETED)
+            waits = [ticket.granted] if ahead != told else [ticket.granted, ticket.moved]
+            until = min(remaining, next_tell - now) if ahead != told else remaining
+            await asyncio.wait(waits, timeout=until, return_when=asyncio.FIRST_COMPLETED)
         return ticket.granted.done()
 
     def _order(self) -> list[_Ticket]:
