@@ -14,7 +14,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot import demo
-from bot.blocks import ANSWER_IN_DM, FEEDBACK_DOWN, FEEDBACK_UP, THINKING, in_line
+from bot.blocks import ANSWER_IN_DM, FEEDBACK_DOWN, FEEDBACK_UP, THINKING
 from bot.deliveries import buttons
 from bot.docs_sync import sync_now, webhook_routes
 from bot.local import LocalSlack, local_slack
@@ -272,25 +272,6 @@ async def test_per_user_rate_limit_answers_with_a_friendly_note(sample_engine: E
         assert len(updates(local)) == 3
         [note] = local.standin.calls_to("chat.postEphemeral")
         assert note["user"] == demo.BOB and "You've asked 2 questions in the last minute" in note["text"]
-
-
-async def test_a_question_waits_in_line_for_a_busy_slot_and_is_answered(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
-) -> None:
-    openai_standin.reply = lambda messages: "Use the VPN portal [1]."
-    openai_standin.delay_s = 1.0
-    engine = with_model(sample_engine, openai_standin, bot_max_concurrent_answers=1)
-    async with local_slack(engine.settings, engine) as local:
-        await mention(local, demo.BOB, demo.GENERAL, VPN)
-        await asyncio.sleep(0.3)
-        await mention(local, demo.EVE, demo.GENERAL, VPN)
-        await asyncio.sleep(0.2)
-        assert not local.standin.calls_to("chat.postEphemeral")  # nobody is turned away
-        waiting = local.standin.calls_to("chat.postMessage")[-1]
-        assert waiting["text"] == in_line(0) and "next" in waiting["text"]
-        await local.settle()
-        texts = [visible_text(m) for m in answers(local, demo.GENERAL)]
-        assert len(texts) == 2 and all("Use the VPN portal [1]." in t for t in texts)
 
 
 async def test_slack_rate_limit_is_retried_after_retry_after(local: LocalSlack) -> None:

@@ -162,6 +162,7 @@ async def test_the_placeholder_shows_the_place_in_line_and_follows_it(
             await asyncio.sleep(0.2)
         third = local.standin.calls_to("chat.postMessage")[-1]
         assert third["text"] == in_line(1) and "1 question ahead of you" in third["text"]
+        assert not local.standin.calls_to("chat.postEphemeral")  # nobody is turned away
         await local.settle()
         [ts] = [m["ts"] for m in answers(local, demo.GENERAL) if m["thread_ts"] == question]
         shown = [u["text"] for u in local.standin.calls_to("chat.update") if u["ts"] == ts]
