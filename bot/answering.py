@@ -42,9 +42,7 @@ NOT_IN_CHANNEL_ERRORS = {"not_in_channel", "channel_not_found"}
 _LEVEL_BOUND = {"no_access", "no_match", "declined"}
 _HISTORY_MESSAGES = 12
 _HISTORY_CHARS = 1000
-
-
-PANEL = Audience(Level.restricted, direct=True, reason="the assistant panel")
+PANEL = Audience(Level.restricted, direct=True, reason="the assistant panel")  # read by the asker alone
 
 
 class NotInChannel(RuntimeError):
@@ -155,13 +153,9 @@ class Answerer:
                 if not panel or placeholder.ts is not None:
                     await self._show(placeholder, blocks.THINKING)
                 answer = await self._ask(q, min(asker, audience_level), stream.on_text if stream.enabled else None)
-        except (NotInChannel, SlackApiError):
-            if placeholder.ts is None:
-                raise
-            log.exception("answering in %s failed", q.channel)
-            await self._fail(placeholder, stream, tell)
-            return None
-        except Exception:
+        except Exception as exc:
+            if placeholder.ts is None and isinstance(exc, (NotInChannel, SlackApiError)):
+                raise  # nothing was posted: the caller answers privately or tells the asker
             log.exception("answering in %s failed", q.channel)
             await self._fail(placeholder, stream, tell)
             return None

@@ -52,7 +52,6 @@ class Turn:
     admitted: bool
     waited_s: float = 0.0
     refused: Literal["", "full", "timeout"] = ""
-    ahead_at_arrival: int = 0
 
 
 @dataclass
@@ -113,13 +112,12 @@ class AnswerQueue:
                 self._release()
             return
         if self.full:
-            yield Turn(False, refused="full", ahead_at_arrival=self.depth)
+            yield Turn(False, refused="full")
             return
         loop = asyncio.get_running_loop()
         ticket = _Ticket(user, loop.create_future(), loop.create_future())
         self._lines.setdefault(user, deque()).append(ticket)
         self._moved()  # a newcomer's first question may go ahead of someone's burst
-        ahead_at_arrival = self._ahead(ticket)
         admitted = False
         try:
             admitted = await self._wait(ticket, started + self.wait_s, moved)
@@ -127,10 +125,10 @@ class AnswerQueue:
             if not admitted:
                 self._leave(ticket)
         if not admitted:
-            yield Turn(False, time.monotonic() - started, "timeout", ahead_at_arrival)
+            yield Turn(False, time.monotonic() - started, "timeout")
             return
         try:
-            yield Turn(True, time.monotonic() - started, ahead_at_arrival=ahead_at_arrival)
+            yield Turn(True, time.monotonic() - started)
         finally:
             self._release()
 
