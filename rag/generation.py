@@ -76,6 +76,7 @@ class OpenAIChat:
         self._client = openai.AsyncOpenAI(api_key=key, base_url=settings.openai_base_url, max_retries=0)
         self.name = settings.chat_model
         self._settings = settings
+        self._endpoint_streams = True  # until an endpoint answers a streamed request with one body
 
     async def generate(
         self, question: str, sources: list[Source], history: list[tuple[str, str]], on_text: TextSink | None = None
@@ -84,7 +85,7 @@ class OpenAIChat:
         already passed text on is not retried (the reader would see it twice)."""
         s = self._settings
         messages = build_messages(question, sources, history)
-        sink = on_text if s.llm_stream else None
+        sink = on_text if s.llm_stream and self._endpoint_streams else None
         emitted = False
 
         async def emit(piece: str) -> None:
@@ -124,14 +125,23 @@ class OpenAIChat:
         raise ProviderError(f"the AI service is unavailable ({problem})", retry_after)
 
     async def _streamed(self, request: dict, emit: TextSink) -> str:
-        """One streamed completion: every text delta goes to `emit`; returns the whole text."""
+        """One streamed completion: every text delta goes to `emit`; returns the whole text.
+
+        An endpoint that ignores `stream` answers with one JSON body, which reads as a stream of
+        no events: the request is then made again without streaming, and never streamed again."""
         parts: list[str] = []
+        events = 0
         stream = await self._client.chat.completions.create(**request, stream=True)
         async for chunk in stream:
+            events += 1
             piece = chunk.choices[0].delta.content if chunk.choices else None
             if piece:
                 parts.append(piece)
                 await emit(piece)
+        if not events:
+            self._endpoint_streams = False
+            response = await self._client.chat.completions.create(**request)
+            return response.choices[0].message.content or ""
         return "".join(parts)
 
 

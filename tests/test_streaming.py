@@ -2,6 +2,8 @@
 chat.startStream / appendStream / stopStream, and the citation check still decides at the end."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from bot import demo
 from bot.blocks import FEEDBACK_DOWN, FEEDBACK_UP
 from bot.deliveries import buttons
@@ -9,6 +11,9 @@ from bot.local import local_slack
 from bot.standin import visible_text
 from rag.answer import ABSTAIN_MESSAGES
 from rag.engine import Engine
+from rag.generation import OpenAIChat
+from rag.prompt import Source
+from tests.conftest import make_settings
 from tests.standins.openai_server import OpenAIStandIn
 from tests.test_bot import VPN, answers, mention, with_model
 
@@ -68,3 +73,21 @@ async def test_with_streaming_turned_off_the_placeholder_is_updated(
         assert "stream" not in openai_standin.requests[-1][1]
         [answer] = answers(local, demo.GENERAL)
         assert "SSO account [1]" in visible_text(answer)
+
+
+async def test_an_endpoint_that_does_not_stream_still_answers_and_is_not_asked_to_stream_again(
+    openai_standin: OpenAIStandIn, tmp_path: Path
+) -> None:
+    openai_standin.streams = False  # answers `"stream": true` with one JSON body
+    openai_standin.reply = lambda messages: "Fine [1]"
+    chat = OpenAIChat(make_settings(tmp_path, openai_base_url=openai_standin.base_url, llm_max_retries=0))
+    pieces: list[str] = []
+
+    async def sink(piece: str) -> None:
+        pieces.append(piece)
+
+    sources = [Source(1, "Deploys", "Friday", "No deploys on Friday.")]
+    assert await chat.generate("q", sources, [], sink) == "Fine [1]"
+    assert await chat.generate("q", sources, [], sink) == "Fine [1]"
+    assert pieces == []
+    assert [body.get("stream") for _, body, _ in openai_standin.requests] == [True, None, None]
