@@ -3,6 +3,12 @@
 The level is min(asker, audience): a DM is read by the asker alone; any other conversation by
 everyone in it (see `bot.directory`). When the asker could see more than the audience, they get
 a private offer to be answered in a DM at their own level.
+
+Past the per-person rate limit, a question waits in line for an answer slot (`bot.limits`); its
+placeholder is posted when it enters the line or gets its slot, shows its place, and is ended
+exactly once: by the answer (streamed into its own message when the model streams), an
+abstention, a busy or failure note, or, when Slack refuses the update, by deleting it and
+telling the asker privately.
 """
 from __future__ import annotations
 
@@ -146,7 +152,7 @@ class Answerer:
                 if not turn.admitted:
                     log.info("queue %s after %.1f s: told %s busy", turn.refused, turn.waited_s, q.user)
                     if placeholder.ts is None:
-                        await tell(BUSY)
+                        await self._tell_safely(tell, BUSY)
                     else:
                         await self._end(placeholder, blocks.notice(BUSY), tell)
                     return None

@@ -83,7 +83,7 @@ class SlackDeliveries:
 
     def mention(self, user: str, channel: str, text: str, ts: str, thread_ts: str | None = None) -> dict[str, Any]:
         event = {"type": "app_mention", "user": user, "text": f"<@{self.bot_user_id}> {text}", "ts": ts,
-                 "channel": channel, "event_ts": ts}
+                 "team": self.team_id, "channel": channel, "event_ts": ts}
         return event | ({"thread_ts": thread_ts} if thread_ts else {})
 
     def direct_message(self, user: str, channel: str, text: str, ts: str) -> dict[str, Any]:

@@ -3,6 +3,7 @@ cannot surprise: through the real app, signed events and the Slack stand-in."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 from bot import demo
@@ -94,3 +95,16 @@ async def test_urls_channels_and_here_from_a_doc_are_posted_as_plain_text(
         assert sources and all(s["verbatim"] is True for s in sources)
         posted = str(answer["blocks"]) + answer["text"]
         assert "<https://evil" not in posted and "<!here" not in posted and "<#" not in posted
+
+
+async def test_the_rate_limit_is_checked_before_any_member_lookup(sample_engine: Engine) -> None:
+    settings = sample_engine.settings.model_copy(update={"bot_user_questions_per_minute": 1})
+    async with local_slack(settings, dataclasses.replace(sample_engine, settings=settings)) as local:
+        await mention(local, demo.DAN, demo.GENERAL, ROTATION)
+        await local.settle()
+        await mention(local, demo.DAN, demo.ENG, ROTATION)  # over the limit, in a channel not looked up yet
+        await local.settle()
+        [note] = [c for c in local.standin.calls_to("chat.postEphemeral") if c["channel"] == demo.ENG]
+        assert "You've asked 1 questions" in note["text"]
+        assert not [c for c in local.standin.calls if c.params.get("channel") == demo.ENG
+                    and c.method.startswith("conversations.")]

@@ -37,6 +37,7 @@ async def test_a_streaming_model_streams_the_answer_then_attaches_sources_and_fe
         assert streamed.count("chat.appendStream") >= 1 and streamed.count("chat.startStream") == 1
         [start] = local.standin.calls_to("chat.startStream")
         assert start["thread_ts"] == question and start["recipient_user_id"] == demo.BOB
+        assert start["recipient_team_id"] == local.standin.workspace.team_id
         [stop] = local.standin.calls_to("chat.stopStream", ok_only=True)
         assert "*Sources*" in visible_text({"blocks": stop["blocks"]})
         [answer] = answers(local, demo.GENERAL)  # the placeholder is gone, the stream is the answer
