@@ -4,11 +4,12 @@ An aiohttp server on 127.0.0.1 that keeps a small workspace (users, user groups,
 members, messages) and records every call. It answers the way Slack does where it matters to
 the bot: the bearer token is checked, a bot that is not in a channel gets `not_in_channel` /
 `channel_not_found`, Block Kit limits are enforced (`invalid_blocks`, `msg_blocks_too_long`),
-members are paged, and queued failures (an error or an HTTP 429 with Retry-After) can be
-injected per method.
+members are paged, and queued failures (an error or an HTTP 429 with Retry-After) and delays
+can be injected per method.
 """
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import time
@@ -70,6 +71,7 @@ class SlackStandIn:
         self.messages: dict[str, list[dict[str, Any]]] = {cid: [] for cid in workspace.channels}
         self.responses: list[dict[str, Any]] = []  # payloads posted to response URLs
         self.failures: dict[str, list[Failure]] = {}
+        self.delays: dict[str, float] = {}  # seconds a method takes to answer (a slow Slack)
         self.assistant_threads: dict[tuple[str, str], dict[str, Any]] = {}  # status, prompts, title
         self.home_tabs: dict[str, dict[str, Any]] = {}  # the Home tab published for each user
         self._ts = itertools.count(1)
@@ -136,6 +138,8 @@ class SlackStandIn:
         token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else params.pop("token", "")
         call = Call(method, params, time.monotonic())
         self.calls.append(call)
+        if self.delays.get(method):
+            await asyncio.sleep(self.delays[method])
         if token != self.token:
             return web.json_response({"ok": False, "error": "invalid_auth"})
         if self.failures.get(method):

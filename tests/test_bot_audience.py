@@ -6,11 +6,18 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from bot import demo
+from bot.access import AccessFile, load_access
+from bot.app import web_client
+from bot.directory import Directory
 from bot.local import LocalSlack, local_slack
-from bot.standin import visible_text
+from bot.standin import SlackStandIn, visible_text
+from docsbot.settings import Settings
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
+from rag.levels import Level
 from rag.store import Store
 from sync.folder import index_folder
 from rag.embeddings import LocalMiniLM
@@ -108,3 +115,26 @@ async def test_the_rate_limit_is_checked_before_any_member_lookup(sample_engine:
         assert "You've asked 1 questions" in note["text"]
         assert not [c for c in local.standin.calls if c.params.get("channel") == demo.ENG
                     and c.method.startswith("conversations.")]
+
+
+async def test_a_private_channels_members_are_looked_up_concurrently_and_bounded() -> None:
+    workspace = demo.demo_workspace()
+    members = [f"U_M{i:02d}" for i in range(16)]
+    for user in members:
+        workspace.add_user(user, user.lower(), f"{user.lower()}@example.com")
+    workspace.add_channel("C_BIG", "big", [*members, workspace.bot_user_id], is_private=True)
+    standin = await SlackStandIn(workspace, demo.TOKEN).start()
+    try:
+        standin.delays["users.info"] = 0.2
+        settings = Settings(_env_file=None, SLACK_BOT_TOKEN=SecretStr(demo.TOKEN), SLACK_API_URL=standin.base_url)
+        directory = Directory(web_client(settings), AccessFile.fixed(load_access(demo.ACCESS_FILE)), 60)
+        started = asyncio.get_running_loop().time()
+        audience = await directory.audience("C_BIG")
+        elapsed = asyncio.get_running_loop().time() - started
+        assert audience.level is Level.team  # everyone is team by their email domain
+        assert len(standin.calls_to("users.info")) == 17  # and the bot itself
+        assert elapsed < 17 * 0.2 / 3  # one at a time would take 3.4 s; eight at a time ~0.6 s
+        starts = sorted(c.at for c in standin.calls if c.method == "users.info")
+        assert starts[8] - starts[0] >= 0.19  # no more than eight at once
+    finally:
+        await standin.stop()
