@@ -100,9 +100,10 @@ class AnswerQueue:
     async def turn(self, user: str, moved: Moved | None = None) -> AsyncIterator[Turn]:
         """Hold an answer slot for the body, after waiting in line if every slot is taken.
 
-        `moved(ahead)` is awaited on entering the line and whenever the number of questions
-        ahead changes (calls are never concurrent for one question, so a slow update is simply
-        followed by the latest count)."""
+        `moved(ahead)` is awaited on entering the line and when the number of questions ahead
+        has changed, at most every `tell_every_s` (calls are never concurrent for one question,
+        so a slow update is simply followed by the latest count). An exception it raises leaves
+        the line and propagates."""
         started = time.monotonic()
         if self._free > 0 and not self._lines:
             self._free -= 1
