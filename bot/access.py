@@ -28,12 +28,20 @@ level among its members; a channel shared with another organisation is always pu
 """
 from __future__ import annotations
 
+import logging
+import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
 from rag.levels import Level
+
+log = logging.getLogger(__name__)
 
 _SECTIONS = {"admins", "defaults", "users", "groups", "domains", "channels"}
 _DEFAULTS = {"member", "public_channel"}
@@ -59,6 +67,70 @@ class AccessPolicy:
     def domain_level(self, email: str) -> Level | None:
         _, _, domain = email.rpartition("@")
         return self.domains.get(domain.lower()) if domain else None
+
+
+class AccessFile:
+    """The policy in force, read again when the file changes on disk (checked at most every
+    `check_every_s`, on use), so an edit needs no restart. A new file that cannot be used keeps
+    the previous policy in force; `on_invalid(previous, problem)` is called once per bad version
+    (the bot DMs the admins)."""
+
+    def __init__(self, path: str | Path | None, policy: AccessPolicy | None = None, check_every_s: float = 1.0) -> None:
+        self.path = Path(path) if path else None
+        self._policy = policy if policy is not None else load_access(self.path)
+        self.check_every_s = check_every_s
+        self.version = 0  # bumped on every reload: caches built on the old policy are dropped
+        self.on_invalid: Callable[[AccessPolicy, str], None] | None = None
+        self._stamp = self._stat()
+        self._checked = time.monotonic()
+
+    @classmethod
+    def fixed(cls, policy: AccessPolicy) -> "AccessFile":
+        """A policy that is not read from a file (tests, the console's demo policy)."""
+        return cls(None, policy)
+
+    @property
+    def policy(self) -> AccessPolicy:
+        if self.path is not None and time.monotonic() - self._checked >= self.check_every_s:
+            self._checked = time.monotonic()
+            self._reload_if_changed()
+        return self._policy
+
+    def _stat(self) -> tuple[int, int] | None:
+        if self.path is None:
+            return None
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return None
+        return stat.st_mtime_ns, stat.st_size
+
+    def _reload_if_changed(self) -> None:
+        stamp = self._stat()
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
+        try:
+            policy = load_access(self.path)
+        except AccessFileError as exc:
+            log.warning("%s: the previous access policy stays in force", exc)
+            if self.on_invalid is not None:
+                self.on_invalid(self._policy, str(exc))
+            return
+        self._policy = policy
+        self.version += 1
+        log.warning("access file %s reloaded", self.path)
+
+
+async def tell_admins(client: AsyncWebClient, admins: frozenset[str], problem: str) -> None:
+    """A DM to each admin that the new access file was not applied, and why."""
+    text = f"The access file was changed but cannot be used, so the previous policy stays in force: {problem}"
+    for admin in sorted(admins):
+        try:
+            channel = (await client.conversations_open(users=admin))["channel"]["id"]
+            await client.chat_postMessage(channel=channel, text=text)
+        except SlackApiError as exc:
+            log.warning("could not tell admin %s about the access file: %s", admin, exc.response.get("error"))
 
 
 def load_access(path: str | Path | None) -> AccessPolicy:

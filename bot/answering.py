@@ -3,6 +3,12 @@
 The level is min(asker, audience): a DM is read by the asker alone; any other conversation by
 everyone in it (see `bot.directory`). When the asker could see more than the audience, they get
 a private offer to be answered in a DM at their own level.
+
+Past the per-person rate limit, a question waits in line for an answer slot (`bot.limits`); its
+placeholder is posted when it enters the line or gets its slot, shows its place, and is ended
+exactly once: by the answer (streamed into its own message when the model streams), an
+abstention, a busy or failure note, or, when Slack refuses the update, by deleting it and
+telling the asker privately.
 """
 from __future__ import annotations
 
@@ -18,10 +24,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks, telemetry
 from bot.directory import Audience, Directory
-from bot.limits import AnswerSlots
+from bot.limits import AnswerQueue
 from bot.placeholders import Placeholders
-from rag.answer import Answer
+from bot.streaming import StreamedReply
+from rag.answer import ABSTAIN_MESSAGES, Answer, Diagnostics
 from rag.engine import Engine
+from rag.generation import TextSink
 from rag.levels import Level
 from state.answers import AnswerLog
 from state.db import StateUnavailable
@@ -35,11 +43,14 @@ Reply = Callable[[dict[str, Any]], Awaitable[Any]]  # a whole message only the a
 
 BUSY = "I'm answering a lot of questions right now. Please ask again in a minute."
 FAILED = "Sorry, something went wrong on my side while answering. Please try again."
+NOT_POSTED = "I couldn't post my answer in this conversation ({error}). Please ask again."
+NO_DM = "I couldn't open a direct message with you ({error}), so I can't answer there."
 NOT_IN_CHANNEL_ERRORS = {"not_in_channel", "channel_not_found"}
 # Abstentions a DM at the asker's own level could turn into an answer.
 _LEVEL_BOUND = {"no_access", "no_match", "declined"}
 _HISTORY_MESSAGES = 12
 _HISTORY_CHARS = 1000
+PANEL = Audience(Level.restricted, direct=True, reason="the assistant panel")  # read by the asker alone
 
 
 class NotInChannel(RuntimeError):
@@ -53,6 +64,21 @@ class Question:
     channel: str
     thread_ts: str | None  # root of the thread the answer goes in; None: top level (a DM)
     history: History = field(default_factory=list)
+    team: str = ""  # the asker's workspace (a streamed reply names its recipient)
+
+
+@dataclass
+class Placeholder:
+    """The message an answer will become: posted when first shown, ended exactly once.
+
+    In the assistant panel nothing is shown while the status line says what happens, so the
+    placeholder may never be posted (`ts` None): ending it then posts the final message."""
+
+    channel: str
+    thread_ts: str | None
+    surface: str  # mention | dm | command | assistant (metrics, and the restart note's count)
+    ts: str | None = None
+    shown: str = ""  # the text it shows now
 
 
 class Answerer:
@@ -63,73 +89,123 @@ class Answerer:
         directory: Directory,
         answer_log: AnswerLog,
         rate: RateLimit,
-        slots: AnswerSlots,
+        queue: AnswerQueue,
+        stream_replies: bool = True,
     ) -> None:
         self.client = client
         self.engine = engine
         self.directory = directory
         self.answer_log = answer_log
         self.rate = rate
-        self.slots = slots
-        self.placeholders = Placeholders()  # posted, not yet replaced (bot.serve edits them on shutdown)
+        self.queue = queue
+        self.stream_replies = stream_replies
+        self.placeholders = Placeholders()  # posted, not yet ended (bot.serve ends them on shutdown)
 
     # -- delivering answers ------------------------------------------------------------------------
     async def answer_in_conversation(
-        self, q: Question, tell: Tell, announce: dict[str, Any] | None = None, private: Reply | None = None
+        self, q: Question, tell: Tell, announce: dict[str, Any] | None = None, private: Reply | None = None,
+        panel: bool = False,
     ) -> None:
-        """Post a placeholder in the thread and replace it with the answer.
+        """Answer in the conversation, waiting in line for an answer slot if need be.
 
         `announce` is first posted at the top level and the answer goes in its thread (for
         `/docs`). When the bot may not post in the conversation, the answer goes to `private`
-        (seen by the asker alone, so at the asker's level) or NotInChannel is raised."""
-        asker = await self.directory.user_level(q.user)
-        if asker is None:
-            return
-        surface = telemetry.surface_of(q.channel, announce is not None)
+        (seen by the asker alone, so at the asker's level) or NotInChannel is raised. In the
+        assistant `panel` the asker alone reads the answer, the status line (not a placeholder)
+        says what happens until the answer or a place in line is posted, and the answer carries
+        Slack's native feedback buttons."""
+        surface = "assistant" if panel else telemetry.surface_of(q.channel, announce is not None)
         telemetry.question_started(surface, q.user, q.channel, q.text)
-        audience = await self.directory.audience(q.channel)
-        level = audience.cap(asker)
         if not await self._admitted(q.user, tell):
             telemetry.failed(surface, "rate_limited")
             return
-        async with self.slots.take() as free:
-            if not free:
+        asker = await self.directory.user_level(q.user)
+        if asker is None:
+            return
+        audience = PANEL if panel else await self.directory.audience(q.channel)
+        try:
+            if announce is not None:
+                q = replace(q, thread_ts=await self.post(q.channel, None, announce))
+            answered = await self._answer_into(Placeholder(q.channel, q.thread_ts, surface), q, asker, audience, tell,
+                                               panel)
+        except NotInChannel:
+            if private is None:
+                raise
+            await self._answer_privately(q, asker, private, tell, surface)
+            return
+        except SlackApiError as exc:
+            log.warning("cannot post in %s: %s", q.channel, exc.response.get("error"))
+            await tell(FAILED)
+            return
+        if answered is None:
+            return
+        answer, answer_id = answered
+        could_use_more = not answer.answered and answer.abstain_reason in _LEVEL_BOUND
+        if asker > audience.cap(asker) and (could_use_more or answer.diagnostics.blocked):
+            await self._offer_dm(q, answer_id, audience)
+
+    async def _answer_into(
+        self, placeholder: Placeholder, q: Question, asker: Level, audience: Audience, tell: Tell, panel: bool
+    ) -> tuple[Answer, str] | None:
+        """Take a place in line (the placeholder is posted then, showing it, and follows it), answer,
+        end the placeholder. A full line is told privately, with nothing posted.
+
+        The answer streams into its own message when the model streams; the placeholder is then
+        deleted. None when the asker got no answer (busy, or a failure note). NotInChannel (and a
+        failure to post the first placeholder) is raised: nothing was posted then."""
+        audience_level = asker if audience.direct else audience.level
+        stream = StreamedReply(self.client, q, self._can_stream(q))
+        try:
+            async with self.queue.turn(q.user, lambda ahead: self._show(placeholder, blocks.in_line(ahead))) as turn:
+                if not turn.admitted:
+                    log.info("queue %s after %.1f s: told %s busy", turn.refused, turn.waited_s, q.user)
+                    telemetry.rejected_busy(placeholder.surface)
+                    if placeholder.ts is None:
+                        await self._tell_safely(tell, BUSY)
+                    else:
+                        await self._end(placeholder, blocks.notice(BUSY), tell)
+                    return None
+                telemetry.waited_in_line(turn.waited_s)
+                if not panel or placeholder.ts is not None:
+                    await self._show(placeholder, blocks.THINKING)
+                answer = await self._ask(q, min(asker, audience_level), stream.on_text if stream.enabled else None)
+        except Exception as exc:
+            if placeholder.ts is None and isinstance(exc, (NotInChannel, SlackApiError)):
+                raise  # nothing was posted: the caller answers privately or tells the asker
+            log.exception("answering in %s failed", q.channel)
+            telemetry.failed(placeholder.surface, "error")
+            await self._fail(placeholder, stream, tell)
+            return None
+        answer_id = telemetry.answer_id()
+        message = blocks.answer_message(answer, answer_id, native_feedback=panel)
+        ts = await stream.finish(message) if stream.started else None
+        if ts is not None:
+            await self._end(placeholder, None, tell)
+        else:
+            ts = await self._end(placeholder, message, tell)
+        if ts is not None:
+            telemetry.answered(placeholder.surface, answer, ts)
+            await self._log(q, answer, answer_id, asker, audience_level, ts)  # posted first, then recorded
+        else:
+            telemetry.failed(placeholder.surface, "not_posted")
+        return answer, answer_id
+
+    async def _fail(self, placeholder: Placeholder, stream: StreamedReply, tell: Tell) -> None:
+        await stream.abandon()
+        await self._end(placeholder, blocks.notice(FAILED), tell)
+
+    async def _answer_privately(self, q: Question, asker: Level, private: Reply, tell: Tell, surface: str) -> None:
+        """The bot may not post here: answer the asker alone (so at their own level)."""
+        async with self.queue.turn(q.user) as turn:
+            if not turn.admitted:
                 telemetry.rejected_busy(surface)
                 await tell(BUSY)
                 return
-            try:
-                if announce is not None:
-                    q = replace(q, thread_ts=await self.post(q.channel, None, announce))
-                placeholder = await self.post(q.channel, q.thread_ts, blocks.notice(blocks.THINKING))
-                self.placeholders.open(q.channel, placeholder, surface)
-            except NotInChannel:
-                if private is None:
-                    raise
-                answer, answer_id = await self._ask(q, asker, asker)
-                await private(blocks.answer_message(answer, answer_id))
-                telemetry.answered(surface, answer, "")
-                await self._log(q, answer, answer_id, asker, asker, "")
-                return
-            except SlackApiError as exc:
-                log.warning("cannot post in %s: %s", q.channel, exc.response.get("error"))
-                await tell(FAILED)
-                return
-            try:
-                audience_level = asker if audience.direct else audience.level
-                answer, answer_id = await self._ask(q, asker, audience_level)
-                await self._update(q.channel, placeholder, blocks.answer_message(answer, answer_id))
-                self.placeholders.close(q.channel, placeholder)
-            except Exception:
-                log.exception("answering in %s failed", q.channel)
-                telemetry.failed(surface, "error")
-                await self._update(q.channel, placeholder, blocks.notice(FAILED))
-                self.placeholders.close(q.channel, placeholder)
-                return
-        telemetry.answered(surface, answer, placeholder)
-        await self._log(q, answer, answer_id, asker, audience_level, placeholder)  # posted first, then recorded
-        could_use_more = not answer.answered and answer.abstain_reason in _LEVEL_BOUND
-        if asker > level and (could_use_more or answer.diagnostics.blocked):
-            await self._offer_dm(q, answer_id, audience)
+            answer = await self._ask(q, asker, None)
+        answer_id = telemetry.answer_id()
+        await private(blocks.answer_message(answer, answer_id))
+        telemetry.answered(surface, answer, "")
+        await self._log(q, answer, answer_id, asker, asker, "")
 
     async def answer_in_dm(self, user: str, answer_id: str, tell: Tell) -> None:
         """The DM offer was accepted: answer the recorded question again in a DM with the asker."""
@@ -142,7 +218,12 @@ class Answerer:
         if record is None or record.asker != user:
             await tell("That offer has expired. Send me the question in a direct message instead.")
             return
-        opened = await self.client.conversations_open(users=user)
+        try:
+            opened = await self.client.conversations_open(users=user)
+        except SlackApiError as exc:
+            log.warning("conversations.open for %s failed: %s", user, exc.response.get("error"))
+            await tell(NO_DM.format(error=exc.response.get("error", "error")))
+            return
         channel = opened["channel"]["id"]
         history = [(turn["speaker"], turn["text"]) for turn in record.history]
         q = Question(record.question, user, channel, None, history)
@@ -162,11 +243,25 @@ class Answerer:
                        f"Please wait {max(1, round(wait))} seconds and ask again.")
         return not wait
 
-    async def _ask(self, q: Question, asker: Level, audience: Level) -> tuple[Answer, str]:
-        """Answer at min(asker, audience). Recording it is the caller's, once it is posted (`_log`)."""
-        level = min(asker, audience)
-        answer = await self.engine.ask(q.text, level, q.history)
-        return answer, telemetry.answer_id()
+    def _can_stream(self, q: Question) -> bool:
+        """Streams are replies in a thread; elsewhere (a DM's top level) the placeholder is updated."""
+        return self.stream_replies and q.thread_ts is not None
+
+    async def _ask(self, q: Question, level: Level, on_text: TextSink | None) -> Answer:
+        """Answer at `level`. A chunk deleted by a sync between search and read is retried once,
+        then treated as a miss."""
+        for attempt in (1, 2):
+            try:
+                answer = await self.engine.ask(q.text, level, q.history, on_text=on_text)
+                break
+            except KeyError as exc:
+                log.warning("a chunk vanished while answering (%s), attempt %d", exc, attempt)
+        else:
+            answer = Answer(q.text, ABSTAIN_MESSAGES["no_match"], False, "no_match", [], Diagnostics(), level.name,
+                            detail="the matching chunks were removed while answering")
+        if answer.abstain_reason:
+            log.info("abstained (%s): %s", answer.abstain_reason, answer.detail)
+        return answer
 
     async def _log(self, q: Question, answer: Answer, answer_id: str, asker: Level, audience: Level, ts: str) -> None:
         """A failed write is logged and the answer still posted: feedback on it is then refused."""
@@ -190,6 +285,61 @@ class Answerer:
             )
         except SlackApiError as exc:
             log.warning("could not send the DM offer in %s: %s", q.channel, exc.response.get("error"))
+
+    # -- the placeholder: shown (posted, then updated) and ended in one place each -----------------
+    async def _show(self, placeholder: Placeholder, text: str) -> None:
+        if placeholder.ts is None:
+            placeholder.ts = await self.post(placeholder.channel, placeholder.thread_ts, blocks.notice(text))
+            self.placeholders.open(placeholder.channel, placeholder.ts, placeholder.surface)
+        elif text != placeholder.shown:
+            try:
+                await self._update(placeholder.channel, placeholder.ts, blocks.notice(text))
+            except SlackApiError as exc:  # a place in line not shown is no reason to stop
+                log.warning("could not update the placeholder in %s: %s", placeholder.channel,
+                            exc.response.get("error"))
+        placeholder.shown = text
+
+    async def _end(self, placeholder: Placeholder, message: dict[str, Any] | None, tell: Tell) -> str | None:
+        """Turn the placeholder into `message` (or delete it: None), whatever happens.
+
+        Returns the ts of the final message, None when none could be posted. If the update
+        fails the placeholder is deleted and the asker told privately, so "Looking through
+        the docs…" never stays forever."""
+        opened = placeholder.ts
+        try:
+            try:
+                if placeholder.ts is None:
+                    return await self.post(placeholder.channel, placeholder.thread_ts, message) if message else None
+                if message is not None:
+                    await self._update(placeholder.channel, placeholder.ts, message)
+                    return placeholder.ts
+            except (SlackApiError, NotInChannel) as exc:
+                error = exc.response.get("error", "error") if isinstance(exc, SlackApiError) else str(exc)
+                log.warning("could not post the reply in %s: %s", placeholder.channel, error)
+                await self._delete(placeholder)
+                await self._tell_safely(tell, NOT_POSTED.format(error=error))
+                return None
+            await self._delete(placeholder)
+            return None
+        finally:
+            if opened is not None:  # ended, whatever happened: nothing for a restart to clean up
+                self.placeholders.close(placeholder.channel, opened)
+
+    async def _delete(self, placeholder: Placeholder) -> None:
+        if placeholder.ts is None:
+            return
+        try:
+            await self.client.chat_delete(channel=placeholder.channel, ts=placeholder.ts)
+        except SlackApiError as exc:
+            log.warning("could not delete the placeholder in %s: %s", placeholder.channel, exc.response.get("error"))
+        placeholder.ts = None
+
+    @staticmethod
+    async def _tell_safely(tell: Tell, text: str) -> None:
+        try:
+            await tell(text)
+        except SlackApiError as exc:
+            log.warning("could not tell the asker: %s", exc.response.get("error"))
 
     # -- Web API helpers -------------------------------------------------------------------------
     async def post(self, channel: str, thread_ts: str | None, message: dict[str, Any]) -> str:
@@ -232,7 +382,7 @@ async def thread_history(
         if float(message.get("ts", 0)) >= float(before_ts):
             continue
         is_bot = bool(message.get("bot_id")) or (bot_user_id is not None and message.get("user") == bot_user_id)
-        if is_bot and message.get("text") == blocks.THINKING:
+        if is_bot and blocks.is_placeholder(message.get("text", "")):
             continue
         if text := question_text(message.get("text", ""), bot_user_id):
             history.append(("agent" if is_bot else "user", text[:_HISTORY_CHARS]))

@@ -20,11 +20,11 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.access import AccessPolicy, load_access
+from bot.access import AccessFile, AccessPolicy, tell_admins
 from bot.answering import Answerer
 from bot.directory import Directory
 from bot.health import Readiness, health_routes, refuse_while_stopping, standard_checks
-from bot.limits import AnswerSlots
+from bot.limits import AnswerQueue
 from bot.listeners import register_listeners
 from bot.middleware import attach, drop_retries
 from bot.docs_sync import status_text
@@ -80,22 +80,22 @@ def build_bot(
     feedback, dedupe, rate limits); `routes` are extra aiohttp routes (e.g. the git webhook)."""
     # From here this process answers questions: a sync it runs leaves a core to query embedding.
     engine.embedder.threads = bulk_threads(settings.embedding_threads, serving=True)
-    if policy is None:
-        policy = load_access(settings.access_file)
+    access = AccessFile(settings.access_file) if policy is None else AccessFile.fixed(policy)
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
     client = web_client(settings)
     app = AsyncApp(client=client, signing_secret=secret, name="docsbot", process_before_response=False)
-    directory = Directory(client, policy, settings.bot_lookup_ttl_s)
+    directory = Directory(client, access, settings.bot_lookup_ttl_s)
     answer_log = AnswerLog(state, settings.answer_log_days)
     answerer = Answerer(
         client, engine, directory, answer_log,
         RateLimit(state, settings.bot_user_questions_per_minute),
-        AnswerSlots(settings.bot_max_concurrent_answers),
+        AnswerQueue(settings.bot_max_concurrent_answers, settings.queue_max, settings.queue_wait_s),
+        stream_replies=settings.llm_stream,
     )
     services = Services(
         settings=settings,
         engine=engine,
-        policy=policy,
+        access=access,
         answerer=answerer,
         answer_log=answer_log,
         work=BackgroundWork(),
@@ -103,6 +103,8 @@ def build_bot(
         status=lambda: status_text(settings, engine.store, state),
         run_sync=run_sync,
     )
+    access.on_invalid = lambda previous, problem: services.work.spawn(
+        tell_admins(client, previous.admins, problem), name="access-file-invalid")
     app.use(attach(services))
     app.use(drop_retries(services))
     register_listeners(app)

@@ -2,9 +2,10 @@
 
 Runs the real `docsbot serve` in its own process, pointed at the Slack stand-in and at the OpenAI
 stand-in (a model that takes 2 s), both served from this process along with the load: 50
-concurrent mentions, then 50 concurrent `/docs` commands, each alongside 50 `/healthz` requests
-(the baseline: the cheapest request under the same load). Slack wants an ack within 3 s; the
-target here is p99 < 300 ms, and every question answered.
+different people mention the bot at once, then 50 concurrent `/docs` commands, each alongside 50
+`/healthz` requests (the baseline: the cheapest request under the same load). The bot runs with
+its default answer slots, so most questions wait in line. Slack wants an ack within 3 s; the
+target here is p99 < 300 ms, every question answered, and nobody told "busy".
 
     python -m bot.bench_acks [--n 50] [--model-delay 2.0] [--data-dir DIR]
 """
@@ -23,9 +24,10 @@ from pathlib import Path
 import aiohttp
 
 from bot import demo
+from bot.answering import BUSY
 from bot.app import EVENTS_PATH
 from bot.deliveries import SlackDeliveries
-from bot.standin import SlackStandIn
+from bot.standin import SlackStandIn, Workspace
 from sync.folder import ensure_index
 from docsbot.settings import Settings
 from rag.engine import Engine
@@ -45,6 +47,16 @@ def line(name: str, values: list[float]) -> str:
             f"   max {max(values) * 1000:7.1f} ms")
 
 
+def crowd(n: int) -> tuple[Workspace, list[str]]:
+    """The demo workspace with `n` more people in #general (public readers), and their ids."""
+    ws = demo.demo_workspace()
+    people = [f"U_P{i:03d}" for i in range(n)]
+    for user in people:
+        ws.add_user(user, user.lower(), f"{user.lower()}@contractor.invalid")
+    ws.channels[demo.GENERAL]["members"].extend(people)
+    return ws, people
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -52,8 +64,8 @@ def free_port() -> int:
 
 
 class Load:
-    def __init__(self, slack: SlackDeliveries, standin: SlackStandIn, base_url: str) -> None:
-        self.slack, self.standin, self.base_url = slack, standin, base_url
+    def __init__(self, slack: SlackDeliveries, standin: SlackStandIn, base_url: str, people: list[str]) -> None:
+        self.slack, self.standin, self.base_url, self.people = slack, standin, base_url, people
 
     async def healthz(self) -> float:
         started = time.perf_counter()
@@ -63,8 +75,9 @@ class Load:
 
     async def mention(self, i: int) -> float:
         question = f"how do I set up the VPN? (#{i})"
-        ts = self.standin.post_as_user(demo.GENERAL, demo.BOB, question)
-        delivered = await self.slack.event(self.slack.mention(demo.BOB, demo.GENERAL, question, ts))
+        user = self.people[i] if i >= 0 else demo.BOB
+        ts = self.standin.post_as_user(demo.GENERAL, user, question)
+        delivered = await self.slack.event(self.slack.mention(user, demo.GENERAL, question, ts))
         assert delivered.status == 200, delivered
         return delivered.seconds
 
@@ -74,7 +87,13 @@ class Load:
         return delivered.seconds
 
     def answered(self) -> int:
-        return len(self.standin.calls_to("chat.update", ok_only=True))
+        """Answers posted (a message with feedback controls), however many place-in-line updates."""
+        return sum(1 for m in self.standin.messages[demo.GENERAL]
+                   if any(b.get("block_id") == "feedback" for b in m.get("blocks") or []))
+
+    def told_busy(self) -> int:
+        return sum(1 for c in self.standin.calls_to("chat.postEphemeral") + self.standin.calls_to("chat.update")
+                   if c.get("text") == BUSY) + sum(1 for r in self.standin.responses if r.get("text") == BUSY)
 
     async def settle(self, expected: int, timeout_s: float = 120) -> None:
         async with asyncio.timeout(timeout_s):
@@ -111,11 +130,11 @@ async def bench(n: int, delay_s: float, data_dir: str) -> bool:
     model = OpenAIStandIn().start()
     model.reply = lambda messages: "Use the VPN portal [1]."
     model.delay_s = delay_s
-    standin = await SlackStandIn(demo.demo_workspace(), demo.TOKEN).start()
+    workspace, people = crowd(n)
+    standin = await SlackStandIn(workspace, demo.TOKEN).start()
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
-    env = serve_env(standin, model, port, data_dir) | {
-        "DOCSBOT_BOT_USER_QUESTIONS_PER_MINUTE": str(10 * n), "DOCSBOT_BOT_MAX_CONCURRENT_ANSWERS": str(2 * n)}
+    env = serve_env(standin, model, port, data_dir) | {"DOCSBOT_BOT_USER_QUESTIONS_PER_MINUTE": str(10 * n)}
     bot = await start_bot(env, base_url)
     ok = True
     try:
@@ -123,7 +142,7 @@ async def bench(n: int, delay_s: float, data_dir: str) -> bool:
             ws = standin.workspace
             slack = SlackDeliveries(session, base_url + EVENTS_PATH, demo.SIGNING_SECRET, ws.team_id,
                                     ws.bot_user_id, standin.response_url)
-            load = Load(slack, standin, base_url)
+            load = Load(slack, standin, base_url, people)
             await load.mention(-1)  # warm up: auth.test, first lookups
             await load.settle(1)
             print(f"docsbot serve (pid {bot.pid}); {n} concurrent requests of each kind; the model answers in {delay_s:.1f} s")
@@ -138,14 +157,16 @@ async def bench(n: int, delay_s: float, data_dir: str) -> bool:
                 print(line(f"{kind} ack", acks))
                 print(line("/healthz, same load", health))
                 ratio = percentile(acks, 99) / percentile(health, 99)
-                print(f"  p99 ack / p99 healthz = {ratio:.2f}; {load.answered() - before}/{n} answered within {total:.1f} s")
-                ok &= percentile(acks, 99) < TARGET_P99_S
+                print(f"  p99 ack / p99 healthz = {ratio:.2f}; {load.answered() - before}/{n} answered within "
+                      f"{total:.1f} s; {load.told_busy()} told busy so far")
+                ok &= percentile(acks, 99) < TARGET_P99_S and load.told_busy() == 0
     finally:
         bot.terminate()
         await bot.wait()
         await standin.stop()
         model.stop()
-    print("PASS" if ok else "FAIL", f"(target: p99 ack < {TARGET_P99_S * 1000:.0f} ms; every question answered)")
+    print("PASS" if ok else "FAIL",
+          f"(target: p99 ack < {TARGET_P99_S * 1000:.0f} ms; every question answered; nobody told busy)")
     return ok
 
 

@@ -1,7 +1,9 @@
 """Slack messages for answers: Block Kit within Slack's limits, with nothing the model can abuse.
 
 Model output and document titles are escaped (`&`, `<`, `>`), so an answer can never ping
-`@channel`, mention a user or carry a link; the only links are the citations' own URLs.
+`@channel`, mention a user or carry a link, and their text objects are `verbatim`, so Slack does
+not turn a bare URL, `#channel` or `@here` into a link or a ping either; the only links are the
+citations' own URLs (explicit `<url|label>` links still render in verbatim text).
 """
 from __future__ import annotations
 
@@ -18,12 +20,15 @@ MAX_CITATIONS = 10
 
 FEEDBACK_UP = "feedback_up"
 FEEDBACK_DOWN = "feedback_down"
+FEEDBACK_NATIVE = "feedback_native"  # Slack's feedback_buttons; the value is "up:<answer id>" or "down:…"
 ANSWER_IN_DM = "answer_in_dm"
 
 ASK_FORM = "docs_ask"
 QUESTION_INPUT = "question"
 
 THINKING = "Looking through the docs…"
+SOURCES = "*Sources*"
+IN_LINE = "You're in line: {ahead} ahead of you. I'll answer as soon as it's your turn."
 
 Block = dict[str, Any]
 
@@ -55,8 +60,24 @@ def truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def section(text: str) -> Block:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+def section(text: str, verbatim: bool = False) -> Block:
+    """`verbatim` for text from the model or the docs: nothing in it is auto-linked."""
+    text_object: Block = {"type": "mrkdwn", "text": text}
+    if verbatim:
+        text_object["verbatim"] = True
+    return {"type": "section", "text": text_object}
+
+
+def in_line(ahead: int) -> str:
+    """The placeholder of a question waiting for an answer slot."""
+    if ahead == 0:
+        return IN_LINE.format(ahead="you're next, nobody is")
+    return IN_LINE.format(ahead=f"{ahead} question{'s' if ahead != 1 else ''}")
+
+
+def is_placeholder(text: str) -> bool:
+    """A placeholder of ours (thinking, or a place in line): not part of a thread's history."""
+    return text == THINKING or text.startswith(IN_LINE[:14])
 
 
 def button(label: str, action_id: str, value: str, style: str | None = None) -> Block:
@@ -112,24 +133,66 @@ def feedback(answer_id: str) -> Block:
     ]}
 
 
-def answer_message(answer: Answer, answer_id: str) -> dict[str, Any]:
-    """`text` (notification fallback) and `blocks` for chat.postMessage / chat.update."""
-    if answer.answered:
-        body = mrkdwn(truncate(answer.answer, ANSWER_LIMIT))
-        sources = [citation_line(c) for c in answer.citations[:MAX_CITATIONS]]
-    else:
-        body = escape(abstention_text(answer))
-        sources = []
-    blocks = [section(piece) for piece in split_text(body)]
-    if sources:
-        blocks.extend(section(piece) for piece in split_text("*Sources*\n" + "\n".join(sources)))
-    blocks.append(feedback(answer_id))
+def native_feedback_buttons(answer_id: str) -> Block:
+    """Slack's own 👍/👎 (a `feedback_buttons` element in a `context_actions` block)."""
+    def choice(emoji: str, label: str, vote: str) -> Block:
+        return {"text": {"type": "plain_text", "text": emoji}, "accessibility_label": label,
+                "value": f"{vote}:{answer_id}"}
+
+    return {"type": "context_actions", "block_id": "feedback", "elements": [{
+        "type": "feedback_buttons", "action_id": FEEDBACK_NATIVE,
+        "positive_button": choice("👍", "This answer was helpful", "up"),
+        "negative_button": choice("👎", "This answer was not helpful", "down"),
+    }]}
+
+
+def answer_message(answer: Answer, answer_id: str, native_feedback: bool = False) -> dict[str, Any]:
+    """`text` (notification fallback) and `blocks` for chat.postMessage / chat.update: the text
+    sections, then what follows it (sources, feedback controls: Slack's own buttons when
+    `native_feedback`)."""
+    body = answer_body(answer)
+    blocks = [section(piece, verbatim=True) for piece in split_text(body)]
+    if answer.answered and answer.citations:
+        lines = [citation_line(c) for c in answer.citations[:MAX_CITATIONS]]
+        blocks.extend(section(piece, verbatim=True) for piece in split_text(SOURCES + "\n" + "\n".join(lines)))
+    blocks.append(native_feedback_buttons(answer_id) if native_feedback else feedback(answer_id))
     return {"text": truncate(body, FALLBACK_LIMIT), "blocks": blocks}
+
+
+def answer_body(answer: Answer) -> str:
+    """The answer's text as Slack mrkdwn (escaped), or why there is none."""
+    if answer.answered:
+        return mrkdwn(truncate(answer.answer, ANSWER_LIMIT))
+    return escape(abstention_text(answer))
+
+
+def after_text(message: dict[str, Any]) -> list[Block]:
+    """The blocks of an answer message after its text (sources, feedback): what a streamed
+    answer gets when it stops."""
+    blocks = message["blocks"]
+    first = next((i for i, b in enumerate(blocks) if b["type"] != "section" or b["text"]["text"].startswith(SOURCES)),
+                 len(blocks))
+    return blocks[first:]
 
 
 def notice(text: str) -> dict[str, Any]:
     """A plain message from the bot (help, busy, errors); `text` is ours, not the model's."""
     return {"text": text, "blocks": [section(piece) for piece in split_text(text)]}
+
+
+def home_view(level: str, examples: list[str], usage: str, status: str, pending_reviews: int | None) -> dict[str, Any]:
+    """The App Home tab; `pending_reviews` (👎 answers waiting) only for admins."""
+    parts = [section(f"*What I can do for you*\nYou read the docs at level *{level}*: in a direct message or my "
+                     "assistant panel I answer from everything at that level; in a channel, only from what everyone "
+                     "there may read.")]
+    if examples:
+        parts.append(section("*Try asking*\n" + "\n".join(f"• {escape(q)}" for q in examples), verbatim=True))
+    parts.append(section(usage))
+    parts.append(section(status))
+    if pending_reviews is not None:
+        parts.append(section(f"*Feedback*\n{pending_reviews} 👎 answer{'s' if pending_reviews != 1 else ''} "
+                             "waiting for review: `/docs feedback` lists them."))
+    return {"type": "home", "blocks": parts}
 
 
 def dm_offer(answer_id: str, reason: str) -> dict[str, Any]:

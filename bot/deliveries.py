@@ -83,7 +83,7 @@ class SlackDeliveries:
 
     def mention(self, user: str, channel: str, text: str, ts: str, thread_ts: str | None = None) -> dict[str, Any]:
         event = {"type": "app_mention", "user": user, "text": f"<@{self.bot_user_id}> {text}", "ts": ts,
-                 "channel": channel, "event_ts": ts}
+                 "team": self.team_id, "channel": channel, "event_ts": ts}
         return event | ({"thread_ts": thread_ts} if thread_ts else {})
 
     def direct_message(self, user: str, channel: str, text: str, ts: str) -> dict[str, Any]:
@@ -112,7 +112,8 @@ class SlackDeliveries:
             "team": {"id": self.team_id}, "channel": {"id": channel}, "trigger_id": self.new_id("trigger."),
             "container": {"type": "message", "message_ts": message.get("ts", ""), "channel_id": channel},
             "message": message, "response_url": self.response_url(self.new_id("act")),
-            "actions": [{"type": "button", "action_id": button["action_id"], "block_id": button.get("block_id", ""),
+            "actions": [{"type": button.get("type", "button"), "action_id": button["action_id"],
+                         "block_id": button.get("block_id", ""),
                          "value": button.get("value", ""), "action_ts": str(time.time())}],
         })
 
@@ -123,6 +124,15 @@ class SlackDeliveries:
             "team": {"id": self.team_id}, "trigger_id": self.new_id("trigger."),
             "view": view | {"id": "V_FORM", "state": {"values": values}},
         })
+
+
+def feedback_choices(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """Slack's native feedback buttons of a message as clickable choices: 👍 then 👎."""
+    return [{"type": element["type"], "action_id": element["action_id"], "block_id": block.get("block_id", ""),
+             "value": element[side]["value"]}
+            for block in message.get("blocks") or [] if block.get("type") == "context_actions"
+            for element in block.get("elements", []) if element.get("type") == "feedback_buttons"
+            for side in ("positive_button", "negative_button")]
 
 
 def buttons(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -5,14 +5,16 @@ missing scope can only make answers narrower, never wider.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.access import AccessPolicy
+from bot.access import AccessFile, AccessPolicy
 from bot.ttl import TTLCache
 from rag.levels import Level
 
@@ -20,6 +22,7 @@ log = logging.getLogger(__name__)
 
 _LOOKUP_ERRORS = (SlackApiError, SlackClientError, OSError, TimeoutError)
 _MEMBERS_PAGE = 200
+_CONCURRENT_LOOKUPS = 8  # users.info calls at once while resolving a private channel's members
 
 
 @dataclass(frozen=True)
@@ -35,21 +38,58 @@ class Audience:
 
 
 class Directory:
-    def __init__(self, client: AsyncWebClient, policy: AccessPolicy, ttl_s: float) -> None:
+    """Cached lookups; the channel events (joins, leaves, sharing, privacy) forget a channel's
+    audience at once, so the cache can only be stale for changes Slack does not announce."""
+
+    def __init__(self, client: AsyncWebClient, access: AccessFile, ttl_s: float) -> None:
         self.client = client
-        self.policy = policy
+        self.access = access
         self._users: TTLCache[str, tuple[Level | None]] = TTLCache(ttl_s)
         self._groups: TTLCache[str, frozenset[str]] = TTLCache(ttl_s)
         self._audiences: TTLCache[str, Audience] = TTLCache(ttl_s)
+        # Bumped by every invalidation: a lookup that was running meanwhile is not cached.
+        self._audience_epochs: defaultdict[str, int] = defaultdict(int)
+        self._lookups = asyncio.Semaphore(_CONCURRENT_LOOKUPS)
+        self._policy_version = access.version
+
+    @property
+    def policy(self) -> AccessPolicy:
+        self._follow_policy()
+        return self.access.policy
+
+    def _follow_policy(self) -> None:
+        """Before using a cached level: if the access file changed (reading the policy re-reads a
+        changed file), levels computed on the old one are dropped."""
+        if self.access.policy is not None and self.access.version != self._policy_version:
+            self._policy_version = self.access.version
+            self._users = TTLCache(self._users.ttl_s)
+            for channel_id in self._audiences.keys():
+                self.forget_channel(channel_id)
+
+    def forget_channel(self, channel_id: str) -> None:
+        """Its members, sharing or privacy changed: the next answer there looks it up again."""
+        self._audiences.discard(channel_id)
+        self._audience_epochs[channel_id] += 1
+
+    def forget_user(self, user_id: str) -> None:
+        """A person changed (became a guest, left): their level and every audience are looked up again."""
+        self._users.discard(user_id)
+        for channel_id in self._audiences.keys():
+            self.forget_channel(channel_id)
 
     # -- people ---------------------------------------------------------------------------------
     async def user_level(self, user_id: str) -> Level | None:
         """The user's level; None for bots and apps (they read nothing and count for nothing)."""
+        self._follow_policy()
         cached = self._users.get(user_id)
         if cached is None:
             cached = (await self._resolve_user(user_id),)
             self._users.set(user_id, cached)
         return cached[0]
+
+    async def _bounded_user_level(self, user_id: str) -> Level | None:
+        async with self._lookups:
+            return await self.user_level(user_id)
 
     async def _resolve_user(self, user_id: str) -> Level | None:
         try:
@@ -82,10 +122,13 @@ class Directory:
 
     # -- conversations --------------------------------------------------------------------------
     async def audience(self, channel_id: str) -> Audience:
+        self._follow_policy()
         cached = self._audiences.get(channel_id)
         if cached is None:
+            epoch = self._audience_epochs[channel_id]
             cached = await self._resolve_audience(channel_id)
-            self._audiences.set(channel_id, cached)
+            if epoch == self._audience_epochs[channel_id]:
+                self._audiences.set(channel_id, cached)
         return cached
 
     async def _resolve_audience(self, channel_id: str) -> Audience:
@@ -117,12 +160,11 @@ class Directory:
             except _LOOKUP_ERRORS as exc:
                 log.warning("conversations.members %s failed (%s): treating it as public", channel_id, _error(exc))
                 return Level.public
-            for member in page["members"]:
-                level = await self.user_level(member)
-                if level is not None:
-                    lowest = level if lowest is None else min(lowest, level)
-                if lowest == Level.public:
-                    return lowest
+            levels = [level for level in await asyncio.gather(*map(self._bounded_user_level, page["members"]))
+                      if level is not None]
+            lowest = min([*levels, *([lowest] if lowest is not None else [])], default=None)
+            if lowest == Level.public:
+                return lowest
             cursor = (page.get("response_metadata") or {}).get("next_cursor") or ""
             if not cursor:
                 return Level.public if lowest is None else lowest

@@ -68,17 +68,24 @@ def index_status(engine: Engine) -> str | None:
     return None if chunks else "the index is empty"
 
 
+async def state_status(services: Services) -> str | None:
+    """StateUnavailable (the database cannot be reached) is the problem reported."""
+    await services.answer_log.get("readiness-probe")
+    return None
+
+
 def standard_checks(services: Services) -> dict[str, Check]:
     return {
         "index": lambda: asyncio.to_thread(index_status, services.engine),
-        # The answer log, where answers and feedback are recorded, answers a read.
-        "answer_log": lambda: asyncio.to_thread(lambda: services.answer_log.get("readiness-probe") and None),
+        # The state database (answers, feedback, dedupe, limits) answers a read.
+        "state": lambda: state_status(services),
     }
 
 
 def health_routes(bot: DocsBot) -> list[web.RouteDef]:
     work, readiness = bot.services.work, bot.readiness
     metrics.QUEUE_DEPTH.set_function(lambda: work.pending)
+    metrics.QUEUE_WAITING.set_function(lambda: bot.services.answerer.queue.depth)
 
     async def healthz(request: web.Request) -> web.Response:
         return web.json_response({"ok": True, "answers_in_progress": work.pending})

@@ -53,8 +53,9 @@ async def local_slack(
         "slack_signing_secret": SecretStr(demo.SIGNING_SECRET),
         "slack_api_url": standin.base_url,
     })
-    bot = build_bot(settings, engine, db, policy if policy is not None else load_access(demo.ACCESS_FILE),
-                    run_sync, routes)
+    if policy is None and not settings.access_file:
+        policy = load_access(demo.ACCESS_FILE)
+    bot = build_bot(settings, engine, db, policy, run_sync, routes)
     runner = web.AppRunner(web_app(bot), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from bot.access import AccessPolicy
+from bot.access import AccessFile, AccessPolicy
 from bot.answering import Answerer
 from bot.work import BackgroundWork
 from docsbot.settings import Settings
@@ -28,7 +28,7 @@ HOUSEKEEPING_EVERY_S = 3600.0
 class Services:
     settings: Settings
     engine: Engine
-    policy: AccessPolicy
+    access: AccessFile
     answerer: Answerer
     answer_log: AnswerLog
     work: BackgroundWork
@@ -36,6 +36,11 @@ class Services:
     dedupe: Dedupe
     status: Callable[[], Awaitable[str]]
     run_sync: SyncCommand | None = None
+
+    @property
+    def policy(self) -> AccessPolicy:
+        """The access policy in force (re-read when the file changes)."""
+        return self.access.policy
 
     async def first_event(self, event_id: str) -> bool:
         """False for a delivery of an event some replica already received (Slack's retry)."""

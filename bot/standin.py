@@ -4,11 +4,12 @@ An aiohttp server on 127.0.0.1 that keeps a small workspace (users, user groups,
 members, messages) and records every call. It answers the way Slack does where it matters to
 the bot: the bearer token is checked, a bot that is not in a channel gets `not_in_channel` /
 `channel_not_found`, Block Kit limits are enforced (`invalid_blocks`, `msg_blocks_too_long`),
-members are paged, and queued failures (an error or an HTTP 429 with Retry-After) can be
-injected per method.
+members are paged, and queued failures (an error or an HTTP 429 with Retry-After) and delays
+can be injected per method.
 """
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import time
@@ -73,6 +74,9 @@ class SlackStandIn:
         self.failures: dict[str, list[Failure]] = {}
         self.scopes: list[str] = []  # sent as Slack's x-oauth-scopes header when set
         self.on_call: Callable[[Call], None] | None = None  # a test looks at the world as each call lands
+        self.delays: dict[str, float] = {}  # seconds a method takes to answer (a slow Slack)
+        self.assistant_threads: dict[tuple[str, str], dict[str, Any]] = {}  # status, prompts, title
+        self.home_tabs: dict[str, dict[str, Any]] = {}  # the Home tab published for each user
         self._ts = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -137,6 +141,8 @@ class SlackStandIn:
         token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else params.pop("token", "")
         call = Call(method, params, time.monotonic())
         self.calls.append(call)
+        if self.delays.get(method):
+            await asyncio.sleep(self.delays[method])
         if token != self.token:
             return web.json_response({"ok": False, "error": "invalid_auth"})
         if self.failures.get(method):
@@ -193,13 +199,92 @@ class SlackStandIn:
             return {"ok": False, "error": error}
         if len(p.get("text", "")) > MAX_UPDATE_TEXT:
             return {"ok": False, "error": "msg_too_long"}
-        for message in self.messages[p["channel"]]:
-            if message["ts"] == p["ts"]:
-                if message.get("bot_id") != self.workspace.bot_id:
-                    return {"ok": False, "error": "cant_update_message"}
-                message.update(text=p.get("text", ""), blocks=p.get("blocks", []), edited=True)
-                return {"ok": True, "channel": p["channel"], "ts": p["ts"], "text": message["text"]}
-        return {"ok": False, "error": "message_not_found"}
+        message = self._message(p["channel"], p["ts"])
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        if message.get("bot_id") != self.workspace.bot_id:
+            return {"ok": False, "error": "cant_update_message"}
+        message.update(text=p.get("text", ""), blocks=p.get("blocks", []), edited=True)
+        return {"ok": True, "channel": p["channel"], "ts": p["ts"], "text": message["text"]}
+
+    def _chat_delete(self, p: dict[str, Any]) -> dict[str, Any]:
+        if error := self._postable(p["channel"]):
+            return {"ok": False, "error": error}
+        message = self._message(p["channel"], p["ts"])
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        if message.get("bot_id") != self.workspace.bot_id:
+            return {"ok": False, "error": "cant_delete_message"}
+        self.messages[p["channel"]].remove(message)
+        return {"ok": True, "channel": p["channel"], "ts": p["ts"]}
+
+    def _message(self, channel: str, ts: str) -> dict[str, Any] | None:
+        return next((m for m in self.messages.get(channel, []) if m["ts"] == ts), None)
+
+    # Streaming (chat.startStream / appendStream / stopStream): a reply in a thread whose text
+    # grows; `streaming` is True until it stops. Text arrives as `markdown_text` or as chunks.
+    def _chat_startStream(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel = p["channel"]
+        if error := self._postable(channel):
+            return {"ok": False, "error": error}
+        if not p.get("thread_ts"):
+            return {"ok": False, "error": "invalid_arguments", "detail": "thread_ts is required"}
+        if not self.workspace.channels[channel].get("is_im") and not p.get("recipient_user_id"):
+            return {"ok": False, "error": "missing_recipient_user_id"}
+        message = {"type": "message", "user": self.workspace.bot_user_id, "bot_id": self.workspace.bot_id,
+                   "text": _stream_text(p), "blocks": [], "ts": self.next_ts(), "thread_ts": p["thread_ts"],
+                   "streaming": True}
+        self.messages[channel].append(message)
+        return {"ok": True, "channel": channel, "ts": message["ts"]}
+
+    def _chat_appendStream(self, p: dict[str, Any]) -> dict[str, Any]:
+        message = self._message(p["channel"], p["ts"])
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        if not message.get("streaming"):
+            return {"ok": False, "error": "message_not_in_streaming_state"}
+        message["text"] += _stream_text(p)
+        return {"ok": True, "channel": p["channel"], "ts": p["ts"]}
+
+    def _chat_stopStream(self, p: dict[str, Any]) -> dict[str, Any]:
+        appended = self._chat_appendStream(p)
+        if not appended["ok"]:
+            return appended
+        if error := _blocks_error(p):
+            return {"ok": False, "error": error}
+        message = self._message(p["channel"], p["ts"])
+        assert message is not None
+        message.update(streaming=False, blocks=p.get("blocks") or [])
+        return {"ok": True, "channel": p["channel"], "ts": p["ts"], "message": message}
+
+    # The assistant panel: what the bot set on each thread, by (channel, thread_ts).
+    def _assistant_threads_setStatus(self, p: dict[str, Any]) -> dict[str, Any]:
+        return self._assistant_thread(p, "status", p.get("status", ""))
+
+    def _assistant_threads_setSuggestedPrompts(self, p: dict[str, Any]) -> dict[str, Any]:
+        prompts = p["prompts"] if isinstance(p["prompts"], list) else json.loads(p["prompts"])
+        if not 1 <= len(prompts) <= 4 or not all(pr.get("title") and pr.get("message") for pr in prompts):
+            return {"ok": False, "error": "invalid_arguments"}
+        return self._assistant_thread(p, "prompts", prompts)
+
+    def _assistant_threads_setTitle(self, p: dict[str, Any]) -> dict[str, Any]:
+        return self._assistant_thread(p, "title", p["title"])
+
+    def _assistant_thread(self, p: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+        channel = self.workspace.channels.get(p["channel_id"])
+        if channel is None or not channel.get("is_im") or not p.get("thread_ts"):
+            return {"ok": False, "error": "channel_not_found" if channel is None else "invalid_arguments"}
+        self.assistant_threads.setdefault((p["channel_id"], p["thread_ts"]), {})[key] = value
+        return {"ok": True}
+
+    def _views_publish(self, p: dict[str, Any]) -> dict[str, Any]:
+        view = p["view"] if isinstance(p["view"], dict) else json.loads(p["view"])
+        if p["user_id"] not in self.workspace.users:
+            return {"ok": False, "error": "user_not_found"}
+        if view.get("type") != "home" or len(view.get("blocks", [])) > 100:
+            return {"ok": False, "error": "invalid_arguments"}
+        self.home_tabs[p["user_id"]] = view
+        return {"ok": True, "view": view | {"id": f"VH{p['user_id']}"}}
 
     def _chat_postEphemeral(self, p: dict[str, Any]) -> dict[str, Any]:
         if error := self._postable(p["channel"]) or _blocks_error(p):
@@ -268,10 +353,16 @@ async def _params(request: web.Request) -> dict[str, Any]:
             params.update(await request.json())
         else:
             params.update(await request.post())
-    for key in ("blocks", "view"):
+    for key in ("blocks", "view", "prompts", "chunks"):
         if isinstance(params.get(key), str) and params[key].startswith(("[", "{")):
             params[key] = json.loads(params[key])
     return params
+
+
+def _stream_text(p: dict[str, Any]) -> str:
+    """The text a stream call adds: `markdown_text` and/or markdown_text chunks."""
+    chunks = p.get("chunks") or []
+    return (p.get("markdown_text") or "") + "".join(c.get("text", "") for c in chunks if c.get("type") == "markdown_text")
 
 
 def _blocks_error(p: dict[str, Any]) -> str | None:

@@ -97,6 +97,10 @@ def failed(surface: str, reason: str, answer_id: str | None = None) -> None:
     log.warning("question failed", extra={"surface": surface, "reason": reason, "answer_id": answer_id})
 
 
+def waited_in_line(seconds: float) -> None:
+    metrics.QUEUE_WAIT_SECONDS.observe(seconds)
+
+
 def rejected_busy(surface: str) -> None:
     metrics.REJECTED_BUSY.inc()
     failed(surface, "busy")

@@ -31,6 +31,12 @@ class TTLCache(Generic[K, V]):
         while len(self._items) > self.max_items:
             self._items.popitem(last=False)
 
+    def discard(self, key: K) -> None:
+        self._items.pop(key, None)
+
+    def keys(self) -> list[K]:
+        return list(self._items)
+
     def add(self, key: K, value: V) -> bool:
         """Set `key` unless it is present and fresh; True when this call added it."""
         if self.get(key) is not None:

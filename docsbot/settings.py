@@ -213,9 +213,14 @@ class Settings(BaseSettings):
     access_file: str = ""
     # How long user levels, group members and channel audiences are cached.
     bot_lookup_ttl_s: float = 300.0
-    # Questions one person may ask per minute, and answers generated at once (over it: "busy").
+    # Questions one person may ask per minute, and answers generated at once (more wait in line).
     bot_user_questions_per_minute: int = 6
     bot_max_concurrent_answers: int = 8
+    # Questions waiting for an answer slot (over it: "busy"), and how long one may wait.
+    queue_max: int = 200
+    queue_wait_s: float = 120.0
+    # Stream answers into Slack as the model writes them (when the endpoint streams).
+    llm_stream: bool = True
     # Slack retries a delivery for up to ~5 minutes; event ids are remembered this long.
     bot_dedupe_ttl_s: float = 900.0
 

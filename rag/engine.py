@@ -18,7 +18,7 @@ from rag.answer import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics
 from rag.check import check_answer
 from rag.documents import AccessRules, load_folder
 from rag.embeddings import Embedder, EmbeddingError, make_embedder
-from rag.generation import Generator, ProviderError, make_generator
+from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
 from rag.levels import Level
 from rag.prompt import select_sources
@@ -85,8 +85,11 @@ class Engine:
         clearly_better = hits[0].score >= mine.best_similarity + s.no_access_margin
         return len(above) if clearly_better or 2 * len(above) > len(hits) else 0
 
-    async def ask(self, question: str, level: Level, history: History = ()) -> Answer:
-        """Answer at `level`. Never raises for a bad index or provider: those become abstentions."""
+    async def ask(self, question: str, level: Level, history: History = (), on_text: TextSink | None = None) -> Answer:
+        """Answer at `level`. Never raises for a bad index or provider: those become abstentions.
+
+        `on_text` gets the generated text as it streams (before the citation check, which still
+        decides what the returned Answer says)."""
         history = list(history)
         total = time.perf_counter()
         diag = Diagnostics()
@@ -120,7 +123,7 @@ class Engine:
         started = time.perf_counter()
         try:
             with span("generate", model=self.generator.name):
-                raw = await self.generator.generate(question, sources, history)
+                raw = await self.generator.generate(question, sources, history, on_text)
         except ProviderError as exc:
             answer.retry_after = exc.retry_after
             return _abstain(answer, "provider_error", str(exc), total)

@@ -13,6 +13,7 @@ import random
 import re
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import openai
@@ -30,10 +31,18 @@ class ProviderError(RuntimeError):
         self.retry_after = retry_after
 
 
+TextSink = Callable[[str], Awaitable[None]]  # receives the answer's text as it is generated
+
+
 class Generator(Protocol):
     name: str
 
-    async def generate(self, question: str, sources: list[Source], history: list[tuple[str, str]]) -> str: ...
+    async def generate(
+        self, question: str, sources: list[Source], history: list[tuple[str, str]], on_text: TextSink | None = None
+    ) -> str:
+        """The whole answer; `on_text`, when given, also gets its pieces as they are generated
+        (a generator that cannot stream never calls it)."""
+        ...
 
 
 def retry_after_seconds(headers: object) -> float | None:
@@ -68,10 +77,23 @@ class OpenAIChat:
         self._client = openai.AsyncOpenAI(api_key=key, base_url=settings.openai_base_url, max_retries=0)
         self.name = settings.chat_model
         self._settings = settings
+        self._endpoint_streams = True  # until an endpoint answers a streamed request with one body
 
-    async def generate(self, question: str, sources: list[Source], history: list[tuple[str, str]]) -> str:
+    async def generate(
+        self, question: str, sources: list[Source], history: list[tuple[str, str]], on_text: TextSink | None = None
+    ) -> str:
+        """With `on_text` (and DOCSBOT_LLM_STREAM) the completion is streamed; an attempt that
+        already passed text on is not retried (the reader would see it twice)."""
         s = self._settings
         messages = build_messages(question, sources, history)
+        sink = on_text if s.llm_stream and self._endpoint_streams else None
+        emitted = False
+
+        async def emit(piece: str) -> None:
+            nonlocal emitted
+            emitted = True
+            await sink(piece)  # type: ignore[misc]
+
         deadline = time.monotonic() + s.llm_total_timeout_s
         retry_after: float | None = None
         problem = "no attempt was made"
@@ -82,21 +104,19 @@ class OpenAIChat:
             timeout = min(s.llm_attempt_timeout_s, remaining)
             metrics.LLM_CALLS.inc()
             try:
-                response = await asyncio.wait_for(
-                    self._client.chat.completions.create(
-                        model=self.name,
-                        messages=messages,
-                        temperature=0,
-                        max_tokens=s.llm_max_tokens,
-                        timeout=timeout,
-                    ),
-                    timeout=timeout + 0.5,
-                )
-                return response.choices[0].message.content or ""
+                request = dict(model=self.name, messages=messages, temperature=0, max_tokens=s.llm_max_tokens,
+                               timeout=timeout)
+                if sink is None:
+                    response = await asyncio.wait_for(self._client.chat.completions.create(**request),
+                                                      timeout=timeout + 0.5)
+                    return response.choices[0].message.content or ""
+                return await asyncio.wait_for(self._streamed(request, emit), timeout=timeout + 0.5)
             except (asyncio.TimeoutError, *_RETRYABLE) as exc:
                 kind = metrics.llm_failed(exc)
                 problem = _describe(exc)
                 retry_after = retry_after_seconds(getattr(getattr(exc, "response", None), "headers", None))
+                if emitted:
+                    raise ProviderError(f"the AI service failed mid-answer ({problem})") from None
             except openai.APIStatusError as exc:
                 metrics.llm_failed(exc)
                 raise ProviderError(f"the AI service refused the request ({_describe(exc)})") from None
@@ -109,6 +129,26 @@ class OpenAIChat:
             metrics.LLM_RETRIES.labels(kind).inc()
             await asyncio.sleep(delay)
         raise ProviderError(f"the AI service is unavailable ({problem})", retry_after)
+
+    async def _streamed(self, request: dict, emit: TextSink) -> str:
+        """One streamed completion: every text delta goes to `emit`; returns the whole text.
+
+        An endpoint that ignores `stream` answers with one JSON body, which reads as a stream of
+        no events: the request is then made again without streaming, and never streamed again."""
+        parts: list[str] = []
+        events = 0
+        stream = await self._client.chat.completions.create(**request, stream=True)
+        async for chunk in stream:
+            events += 1
+            piece = chunk.choices[0].delta.content if chunk.choices else None
+            if piece:
+                parts.append(piece)
+                await emit(piece)
+        if not events:
+            self._endpoint_streams = False
+            response = await self._client.chat.completions.create(**request)
+            return response.choices[0].message.content or ""
+        return "".join(parts)
 
 
 def _describe(exc: BaseException) -> str:
@@ -239,7 +279,10 @@ class ExtractiveAnswerer:
         self.max_chars = max_chars
         self.moderate_similarity = moderate_similarity
 
-    async def generate(self, question: str, sources: list[Source], history: list[tuple[str, str]]) -> str:
+    async def generate(
+        self, question: str, sources: list[Source], history: list[tuple[str, str]], on_text: TextSink | None = None
+    ) -> str:
+        """Never streams: the quotes are known at once, so `on_text` is not called."""
         missing, total = missing_terms(question, sources)
         share = missing / total if total else 0.0
         best = max((s.similarity for s in sources), default=0.0)

@@ -222,6 +222,13 @@ class AnswerLog:
             row = (await session.scalars(query)).first()
             return _answer(row) if row is not None else None
 
+    async def questions_since(self, since_ms: int) -> list[tuple[str, str]]:
+        """(question, level answered at) of every answered question logged since `since_ms`."""
+        query = select(AnswerRow.question, AnswerRow.level).where(
+            AnswerRow.created_ms >= since_ms, AnswerRow.answered.is_(True))
+        async with self.db.begin() as session:
+            return [(question, level) for question, level in (await session.execute(query)).all()]
+
     async def resolve(self, ref: str) -> LoggedAnswer:
         """An answer by id, unique id prefix (at least 6 characters) or golden id `fb-<prefix>`."""
         key = ref.strip().removeprefix("fb-")

@@ -299,23 +299,6 @@ async def test_per_user_rate_limit_answers_with_a_friendly_note(sample_engine: E
         assert note["user"] == demo.BOB and "You've asked 2 questions in the last minute" in note["text"]
 
 
-async def test_concurrent_answers_are_capped_without_queueing(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
-) -> None:
-    openai_standin.reply = lambda messages: "Use the VPN portal [1]."
-    openai_standin.delay_s = 1.0
-    engine = with_model(sample_engine, openai_standin, bot_max_concurrent_answers=1)
-    async with local_slack(engine.settings, engine) as local:
-        await mention(local, demo.BOB, demo.GENERAL, VPN)
-        await asyncio.sleep(0.3)
-        await mention(local, demo.EVE, demo.GENERAL, VPN)
-        await asyncio.sleep(0.2)
-        [busy] = local.standin.calls_to("chat.postEphemeral")
-        assert busy["user"] == demo.EVE and "a lot of questions" in busy["text"]
-        await local.settle()
-        assert len(updates(local)) == 1
-
-
 async def test_slack_rate_limit_is_retried_after_retry_after(local: LocalSlack) -> None:
     local.standin.fail_next("chat.postMessage", Failure("ratelimited", status=429, retry_after=0))
     await mention(local, demo.BOB, demo.GENERAL, VPN)

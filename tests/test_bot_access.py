@@ -11,7 +11,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot import demo
-from bot.access import AccessFileError, AccessPolicy, load_access, parse_access
+from bot.access import AccessFile, AccessFileError, AccessPolicy, load_access, parse_access
 from bot.app import web_client
 from bot.deliveries import buttons
 from bot.directory import Directory
@@ -66,7 +66,7 @@ async def standin() -> AsyncIterator[SlackStandIn]:
 
 def directory(standin: SlackStandIn, policy: AccessPolicy | None = None, ttl_s: float = 60.0) -> Directory:
     settings = Settings(_env_file=None, SLACK_BOT_TOKEN=SecretStr(demo.TOKEN), SLACK_API_URL=standin.base_url)
-    return Directory(web_client(settings), policy or load_access(demo.ACCESS_FILE), ttl_s)
+    return Directory(web_client(settings), AccessFile.fixed(policy or load_access(demo.ACCESS_FILE)), ttl_s)
 
 
 async def test_user_levels_by_id_group_domain_default_and_guest(standin: SlackStandIn) -> None:

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.listeners import actions, commands, events, feedback, views
+from bot.listeners import actions, assistant, channels, commands, events, feedback, home, views
 
 
 def register_listeners(app: AsyncApp) -> None:
+    assistant.register(app)  # before `message`: it takes the messages of assistant threads
     events.register(app)
     commands.register(app)
     actions.register(app)
     views.register(app)
     feedback.register(app)
+    channels.register(app)
+    home.register(app)

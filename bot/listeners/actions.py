@@ -1,4 +1,6 @@
-"""Buttons: "Answer me in a DM" (the private offer); feedback buttons are in listeners/feedback.py."""
+"""Buttons: "Answer me in a DM" (the private offer), and Slack's native feedback buttons (handed
+to the same vote handling as our own 👍/👎 buttons in listeners/feedback.py, which keep working on
+messages posted before)."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,13 +9,26 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks
+from bot.listeners.feedback import vote_button
 from bot.services import services_of
 
 
 def register(app: AsyncApp) -> None:
     app.action(blocks.ANSWER_IN_DM)(answer_in_dm)
+    app.action(blocks.FEEDBACK_NATIVE)(native_feedback)
+
+
+async def native_feedback(
+    ack: AsyncAck, action: dict[str, Any], body: dict[str, Any], respond: AsyncRespond,
+    client: AsyncWebClient, context: AsyncBoltContext,
+) -> None:
+    """A click on Slack's 👍/👎: the same record (and, for 👎, the same "what was wrong?" form)."""
+    vote, _, answer_id = str(action.get("value", "")).partition(":")
+    as_button = action | {"action_id": blocks.FEEDBACK_UP if vote == "up" else blocks.FEEDBACK_DOWN, "value": answer_id}
+    await vote_button(ack, as_button, body, respond, client, context)
 
 
 async def answer_in_dm(

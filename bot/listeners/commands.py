@@ -57,15 +57,16 @@ async def _run(services: Services, command: dict[str, Any], respond: AsyncRespon
         await feedback_summary(services, command["user_id"], respond)
     else:
         await ask_in_channel(services, text, command["user_id"], command["channel_id"], _ephemeral(respond),
-                             _private(respond))
+                             _private(respond), command.get("team_id", ""))
 
 
 async def ask_in_channel(
-    services: Services, text: str, user: str, channel: str, tell: Tell, private: Reply
+    services: Services, text: str, user: str, channel: str, tell: Tell, private: Reply, team: str = ""
 ) -> None:
     """Post "<@user> asked: …" in the channel and answer in its thread."""
     announce = blocks.notice(f"<@{user}> asked: {blocks.escape(text)}")
-    await services.answerer.answer_in_conversation(Question(text, user, channel, None), tell, announce, private)
+    q = Question(text, user, channel, None, team=team)
+    await services.answerer.answer_in_conversation(q, tell, announce, private)
 
 
 def _ephemeral(respond: AsyncRespond) -> Tell:

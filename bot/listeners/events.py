@@ -62,6 +62,7 @@ async def _answer(
         return
     history = await thread_history(client, channel, root, event["ts"], bot_user_id) if event.get("thread_ts") else []
     try:
-        await services.answerer.answer_in_conversation(Question(text, user, channel, root, history), tell)
+        team = event.get("user_team") or event.get("team") or ""
+        await services.answerer.answer_in_conversation(Question(text, user, channel, root, history, team), tell)
     except NotInChannel as exc:
         log.warning("cannot post in %s (%s)", channel, exc)

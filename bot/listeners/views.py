@@ -29,7 +29,8 @@ async def ask_form_submitted(
     services = services_of(context)
     user, channel = body["user"]["id"], view["private_metadata"]
     tell, private = _direct(client, user)
-    services.work.spawn(ask_in_channel(services, text, user, channel, tell, private), name="docs-form")
+    team = (body.get("team") or {}).get("id", "")
+    services.work.spawn(ask_in_channel(services, text, user, channel, tell, private, team), name="docs-form")
 
 
 def _direct(client: AsyncWebClient, user: str) -> tuple[Tell, Reply]:

@@ -32,6 +32,9 @@ FIRST_REPLY_SECONDS = Histogram(
     ["surface"], buckets=(0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30),
 )
 QUEUE_DEPTH = Gauge("docsbot_answers_in_progress", "Answers being worked on now (background tasks)")
+QUEUE_WAITING = Gauge("docsbot_questions_waiting", "Questions waiting in line for an answer slot")
+QUEUE_WAIT_SECONDS = Histogram("docsbot_queue_wait_seconds", "Time a question waited in line for an answer slot",
+                               buckets=(0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120))
 REJECTED_BUSY = Counter("docsbot_questions_rejected_busy_total", "Questions turned away because every answer slot was taken")
 FEEDBACK_VOTES = Counter("docsbot_feedback_votes_total", "Feedback votes by vote (up, down) and source (button, reaction)",
                          ["vote", "source"])

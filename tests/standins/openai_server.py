@@ -2,11 +2,15 @@
 
 It runs in a background thread so both sync and async code under test can call it. Tests set
 its behaviour: the reply text, a delay, and failures (status + headers) for the next calls.
+A chat request with `"stream": true` is answered with server-sent events, the reply in pieces of
+`stream_piece_chars` characters `stream_gap_s` apart, as OpenAI streams (unless `streams` is
+False: an endpoint that ignores the flag and answers with one JSON body).
 """
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +33,9 @@ class OpenAIStandIn:
         self.dim = dim
         self.reply: Callable[[list[dict[str, str]]], str] = lambda messages: "NOT_IN_DOCS"
         self.delay_s = 0.0
+        self.streams = True
+        self.stream_piece_chars = 24
+        self.stream_gap_s = 0.0
         self.failures: list[Failure] = []
         self.models = ["gpt-4o-mini", "text-embedding-3-small"]  # what GET /v1/models lists
         self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
@@ -80,6 +87,8 @@ class OpenAIStandIn:
         if failure is not None:
             return failure
         text = self.reply(body["messages"])
+        if body.get("stream") and self.streams:
+            return await self._stream(request, body["model"], text)
         return web.json_response({
             "id": "chatcmpl-standin",
             "object": "chat.completion",
@@ -92,6 +101,23 @@ class OpenAIStandIn:
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [
             {"id": name, "object": "model", "created": 0, "owned_by": "standin"} for name in self.models]})
+
+    async def _stream(self, request: web.Request, model: str, text: str) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        step = self.stream_piece_chars
+        pieces = [{"role": "assistant", "content": ""}] + [{"content": text[i:i + step]} for i in range(0, len(text), step)]
+        for n, delta in enumerate(pieces):
+            chunk = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created": int(time.time()),
+                     "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if self.stream_gap_s and n:
+                await asyncio.sleep(self.stream_gap_s)
+        done = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+        await response.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+        await response.write_eof()
+        return response
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         body, failure = await self._record(request)

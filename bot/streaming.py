@@ -1,0 +1,92 @@
+"""An answer streamed into its thread as the model writes it (chat.startStream / appendStream /
+stopStream through slack_sdk's `chat_stream`).
+
+The stream only starts once the text cannot be the model's "not in the docs" marker, and it
+carries escaped text. The citation check still decides at the end: when the stream stops, the
+message is replaced by the same Block Kit message a non-streamed answer gets (verbatim text,
+sources, feedback controls), or by the abstention when the citations did not hold.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_chat_stream import AsyncChatStream
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import blocks
+from rag.prompt import DECLINE_MARKER
+
+if TYPE_CHECKING:
+    from bot.answering import Question
+
+log = logging.getLogger(__name__)
+
+_HOLD_CHARS = 40  # text held back before the stream starts: enough to rule out the marker
+_BUFFER_CHARS = 256  # text gathered per Web API call (Slack rate-limits appendStream)
+_ERRORS = (SlackApiError, SlackClientError, OSError, TimeoutError)
+
+
+class StreamedReply:
+    def __init__(self, client: AsyncWebClient, q: "Question", enabled: bool) -> None:
+        self.client = client
+        self.q = q
+        self.enabled = enabled
+        self._text = ""
+        self._stream: AsyncChatStream | None = None
+        self._broken = False
+
+    @property
+    def started(self) -> bool:
+        """A streamed message exists in the thread."""
+        return self._stream is not None and self._stream.ts is not None
+
+    async def on_text(self, delta: str) -> None:
+        """A piece of the model's text, as it arrives (the engine's callback)."""
+        if self._broken:
+            return
+        self._text += delta
+        if self._stream is None:
+            held = self._text.lstrip()
+            if len(held) < _HOLD_CHARS or held.startswith(DECLINE_MARKER):
+                return
+            self._stream = await self.client.chat_stream(
+                channel=self.q.channel, thread_ts=self.q.thread_ts or "", buffer_size=_BUFFER_CHARS,
+                recipient_user_id=self.q.user, recipient_team_id=self.q.team or None,
+            )
+            delta = self._text
+        try:
+            await self._stream.append(markdown_text=blocks.escape(delta))
+        except _ERRORS as exc:
+            log.warning("streaming into %s failed (%s): the answer is posted whole", self.q.channel, exc)
+            self._broken = True
+            await self.abandon()
+
+    async def finish(self, message: dict[str, Any]) -> str | None:
+        """Stop the stream with the sources and feedback controls, then give the message its final
+        form `message` (the checked answer, or the abstention). The message's ts, or None if that failed
+        (the streamed message is then removed and the caller posts the answer its usual way)."""
+        assert self._stream is not None and self._stream.ts is not None
+        ts = self._stream.ts
+        try:
+            await self._stream.stop(blocks=blocks.after_text(message))
+            await self.client.chat_update(channel=self.q.channel, ts=ts, **message)
+        except _ERRORS as exc:
+            log.warning("ending the stream in %s failed (%s)", self.q.channel, exc)
+            await self.abandon()
+            return None
+        return ts
+
+    async def abandon(self) -> None:
+        """Remove a streamed message that will not be completed (the answer goes another way)."""
+        if not self.started:
+            self._stream = None
+            return
+        assert self._stream is not None
+        ts = self._stream.ts
+        self._stream = None
+        try:
+            await self.client.chat_delete(channel=self.q.channel, ts=ts)
+        except _ERRORS as exc:
+            log.warning("could not remove the streamed message in %s (%s)", self.q.channel, exc)

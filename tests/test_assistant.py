@@ -1,0 +1,119 @@
+"""The assistant side panel through the real app: a thread starts (payload as in Bolt's own
+tests) and gets suggested prompts; a message in it gets a status, a title and a cited answer in
+the thread, at the asker's own level whatever channel they are looking at."""
+from __future__ import annotations
+
+from typing import Any
+
+from bot import demo
+from bot.blocks import FEEDBACK_NATIVE
+from bot.deliveries import buttons, feedback_choices
+from bot.feedback import FEEDBACK_FORM
+from bot.listeners.assistant import GREETING, SEARCHING
+from bot.local import LocalSlack, local_slack
+from bot.standin import visible_text
+from bot.suggestions import most_asked, one_per_area
+from rag.engine import Engine
+from rag.levels import Level
+from tests.test_bot import BREAK_GLASS, VPN, answers, local  # noqa: F401 (fixture)
+
+
+def thread_started(local: LocalSlack, user: str, dm: str, thread_ts: str, viewing: str) -> dict[str, Any]:
+    return {"type": "assistant_thread_started",
+            "assistant_thread": {"user_id": user, "context": {"channel_id": viewing, "team_id": "T_DEMO",
+                                                             "enterprise_id": None},
+                                 "channel_id": dm, "thread_ts": thread_ts},
+            "event_ts": local.standin.next_ts()}
+
+
+def context_changed(local: LocalSlack, user: str, dm: str, thread_ts: str, viewing: str) -> dict[str, Any]:
+    return thread_started(local, user, dm, thread_ts, viewing) | {"type": "assistant_thread_context_changed"}
+
+
+async def ask_in_panel(local: LocalSlack, user: str, dm: str, thread_ts: str, text: str) -> str:
+    ts = local.standin.post_as_user(dm, user, text, thread_ts)
+    event = {"type": "message", "user": user, "text": text, "ts": ts, "thread_ts": thread_ts,
+             "parent_user_id": local.standin.workspace.bot_user_id, "channel": dm, "channel_type": "im",
+             "assistant_thread": {"action_token": "10116779555154.1"}, "event_ts": ts}
+    assert (await local.slack.event(event)).status == 200
+    await local.settle()
+    return ts
+
+
+async def open_panel(local: LocalSlack, user: str, viewing: str = demo.GENERAL) -> tuple[str, str]:
+    dm = local.standin.dm_channel(user)
+    root = local.standin.next_ts()
+    assert (await local.slack.event(thread_started(local, user, dm, root, viewing))).status == 200
+    await local.settle()
+    return dm, root
+
+
+async def test_a_new_thread_is_greeted_with_prompts_from_the_docs_the_asker_may_read(local: LocalSlack) -> None:
+    dm, root = await open_panel(local, demo.EVE)
+    [greeting] = [m for m in local.standin.messages[dm] if m.get("bot_id")]
+    assert greeting["text"] == GREETING and greeting["thread_ts"] == root
+    prompts = local.standin.assistant_threads[(dm, root)]["prompts"]
+    assert 1 <= len(prompts) <= 4 and all(p["message"].startswith("What do the docs say about") for p in prompts)
+    alice_dm, alice_root = await open_panel(local, demo.ALICE)
+    assert local.standin.assistant_threads[(alice_dm, alice_root)]["prompts"] != prompts  # more areas to draw from
+
+
+async def test_a_message_in_the_panel_sets_the_status_then_answers_in_the_thread_at_the_askers_level(
+    local: LocalSlack,
+) -> None:
+    dm, root = await open_panel(local, demo.ALICE)
+    await local.slack.event(context_changed(local, demo.ALICE, dm, root, demo.GENERAL))  # looking at #general
+    await ask_in_panel(local, demo.ALICE, dm, root, BREAK_GLASS)
+    calls = [c.method for c in local.standin.calls]
+    status = calls.index("assistant.threads.setStatus")
+    [answer] = [m for m in answers(local, dm) if m["text"] != GREETING]
+    assert calls.index("chat.postMessage", status) > status  # the status first, then the answer
+    assert local.standin.assistant_threads[(dm, root)]["status"] == SEARCHING
+    assert local.standin.assistant_threads[(dm, root)]["title"] == BREAK_GLASS
+    assert answer["thread_ts"] == root and "Break-Glass" in visible_text(answer) and "[1]" in visible_text(answer)
+    assert local.bot.services.answer_log.find_by_message(dm, answer["ts"]).level == "restricted"
+
+
+async def test_panel_answers_carry_slacks_own_feedback_buttons_which_record_votes(local: LocalSlack) -> None:
+    dm, root = await open_panel(local, demo.BOB)
+    await ask_in_panel(local, demo.BOB, dm, root, VPN)
+    [answer] = [m for m in answers(local, dm) if m["text"] != GREETING]
+    assert not buttons(answer)
+    up, down = feedback_choices(answer)
+    assert up["action_id"] == down["action_id"] == FEEDBACK_NATIVE
+    answer_id = down["value"].removeprefix("down:")
+    assert (await local.slack.click(demo.BOB, dm, down, answer)).status == 200
+    await local.settle()
+    [vote] = local.bot.services.answer_log.feedback(answer_id)
+    assert (vote.user, vote.vote) == (demo.BOB, "down")
+    [form] = local.standin.calls_to("views.open", ok_only=True)
+    assert form["view"]["callback_id"] == FEEDBACK_FORM  # our form still asks what was wrong
+    await local.slack.click(demo.BOB, dm, up, answer)
+    await local.settle()
+    [vote] = local.bot.services.answer_log.feedback(answer_id)
+    assert vote.vote == "up"
+
+
+async def test_the_panel_never_answers_above_the_askers_own_level(local: LocalSlack) -> None:
+    dm, root = await open_panel(local, demo.EVE, viewing=demo.SRE)
+    await ask_in_panel(local, demo.EVE, dm, root, BREAK_GLASS)
+    [answer] = [m for m in answers(local, dm) if m["text"] != GREETING]
+    assert "Break-Glass" not in visible_text(answer) and "above your access level" in visible_text(answer)
+
+
+async def test_the_most_asked_questions_become_the_prompts(sample_engine: Engine) -> None:
+    async with local_slack(sample_engine.settings, sample_engine) as local:
+        for user in (demo.BOB, demo.EVE):
+            dm, root = await open_panel(local, user)
+            await ask_in_panel(local, user, dm, root, VPN)
+        dm, root = await open_panel(local, demo.DAN)
+        assert local.standin.assistant_threads[(dm, root)]["prompts"][0]["message"] == VPN
+
+
+def test_suggestions_count_spellings_together_and_never_leak_higher_questions() -> None:
+    recent = [("How do I set up the VPN?", "public"), ("how do i set up  the vpn", "public"),
+              ("who holds the break-glass key?", "restricted"), ("deploy freeze?", "team")]
+    assert most_asked(recent, Level.public) == ["How do I set up the VPN?"]
+    assert most_asked(recent, Level.team) == ["How do I set up the VPN?", "deploy freeze?"]
+    docs = [("runbooks", "Rollback", 1), ("security", "Break-Glass", 2), ("onboarding", "VPN Setup", 0)]
+    assert one_per_area(docs, Level.public) == ["What do the docs say about VPN Setup?"]

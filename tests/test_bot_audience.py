@@ -1,0 +1,140 @@
+"""Audiences that follow the channel, an access file that follows its edits, and output that
+cannot surprise: through the real app, signed events and the Slack stand-in."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from bot import demo
+from bot.access import AccessFile, load_access
+from bot.app import web_client
+from bot.directory import Directory
+from bot.local import LocalSlack, local_slack
+from bot.standin import SlackStandIn, visible_text
+from docsbot.settings import Settings
+from rag.engine import Engine
+from rag.generation import ExtractiveAnswerer
+from rag.levels import Level
+from rag.store import Store
+from sync.folder import index_folder
+from rag.embeddings import LocalMiniLM
+from tests.conftest import make_settings
+from tests.test_bot import answers, mention
+
+ROTATION = "how does the on-call rotation and handover work?"
+
+
+def answered_level(local: LocalSlack, channel: str) -> str:
+    latest = answers(local, channel)[-1]
+    logged = local.bot.services.answer_log.find_by_message(channel, latest["ts"])
+    assert logged is not None
+    return logged.level
+
+
+async def test_a_guest_joining_a_private_channel_lowers_the_next_answer_at_once(sample_engine: Engine) -> None:
+    async with local_slack(sample_engine.settings, sample_engine) as local:
+        await mention(local, demo.DAN, demo.ENG, ROTATION)
+        await local.settle()
+        assert answered_level(local, demo.ENG) == "team"
+        local.standin.workspace.channels[demo.ENG]["members"].append(demo.GUEST)
+        await mention(local, demo.DAN, demo.ENG, ROTATION)  # Slack has not told the bot yet: cached
+        await local.settle()
+        assert answered_level(local, demo.ENG) == "team"
+        joined = {"type": "member_joined_channel", "user": demo.GUEST, "channel": demo.ENG, "channel_type": "G",
+                  "team": local.standin.workspace.team_id, "event_ts": local.standin.next_ts()}
+        assert (await local.slack.event(joined)).status == 200
+        await mention(local, demo.DAN, demo.ENG, ROTATION)
+        await local.settle()
+        assert answered_level(local, demo.ENG) == "public"
+        assert "On-Call Handbook" not in visible_text(answers(local, demo.ENG)[-1])
+
+
+async def test_an_edited_access_file_applies_without_a_restart_and_a_broken_one_is_refused(
+    sample_engine: Engine, tmp_path: Path
+) -> None:
+    access = tmp_path / "access.toml"
+    access.write_text('admins = ["U_ALICE"]\n[users]\nU_ALICE = "restricted"\n')
+    settings = sample_engine.settings.model_copy(update={"access_file": str(access)})
+    async with local_slack(settings, sample_engine) as local:
+        dm = local.standin.dm_channel(demo.EVE)
+
+        async def ask() -> str:
+            ts = local.standin.post_as_user(dm, demo.EVE, ROTATION)
+            await local.slack.event(local.slack.direct_message(demo.EVE, dm, ROTATION, ts))
+            await local.settle()
+            return answered_level(local, dm)
+
+        assert await ask() == "public"
+        await asyncio.sleep(1.1)  # the file is checked at most once a second
+        access.write_text('admins = ["U_ALICE"]\n[users]\nU_ALICE = "restricted"\nU_EVE = "team"\n')
+        assert await ask() == "team"
+        await asyncio.sleep(1.1)
+        access.write_text('admins = ["U_ALICE"]\n[users]\nU_EVE = "boss"\n')
+        assert await ask() == "team"  # the previous policy stays in force
+        await local.settle()
+        told = local.standin.messages[local.standin.dm_channel(demo.ALICE)]
+        assert len(told) == 1 and "cannot be used" in told[0]["text"] and "'boss'" in told[0]["text"]
+
+
+async def test_urls_channels_and_here_from_a_doc_are_posted_as_plain_text(
+    tmp_path: Path, embedder: LocalMiniLM
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "status.md").write_text(
+        "---\ntitle: Status page\naccess: public\n---\n# Status page\n\n"
+        "The status page lives at https://evil.example/status and every incident is announced "
+        "in #general with @here so everyone sees the status page.\n")
+    settings = make_settings(tmp_path / "index")
+    engine = Engine(settings, Store(str(tmp_path / "index")), embedder, ExtractiveAnswerer())
+    await asyncio.to_thread(index_folder, engine, docs)
+    async with local_slack(settings, engine) as local:
+        await mention(local, demo.BOB, demo.GENERAL, "where is the status page?")
+        await local.settle()
+        [answer] = answers(local, demo.GENERAL)
+        body = answer["blocks"][0]["text"]
+        assert body["verbatim"] is True
+        assert "https://evil.example/status" in body["text"] and "#general" in body["text"] and "@here" in body["text"]
+        sources = [b["text"] for b in answer["blocks"] if b["type"] == "section" and "Sources" in b["text"]["text"]]
+        assert sources and all(s["verbatim"] is True for s in sources)
+        posted = str(answer["blocks"]) + answer["text"]
+        assert "<https://evil" not in posted and "<!here" not in posted and "<#" not in posted
+
+
+async def test_the_rate_limit_is_checked_before_any_member_lookup(sample_engine: Engine) -> None:
+    settings = sample_engine.settings.model_copy(update={"bot_user_questions_per_minute": 1})
+    async with local_slack(settings, dataclasses.replace(sample_engine, settings=settings)) as local:
+        await mention(local, demo.DAN, demo.GENERAL, ROTATION)
+        await local.settle()
+        await mention(local, demo.DAN, demo.ENG, ROTATION)  # over the limit, in a channel not looked up yet
+        await local.settle()
+        [note] = [c for c in local.standin.calls_to("chat.postEphemeral") if c["channel"] == demo.ENG]
+        assert "You've asked 1 questions" in note["text"]
+        assert not [c for c in local.standin.calls if c.params.get("channel") == demo.ENG
+                    and c.method.startswith("conversations.")]
+
+
+async def test_a_private_channels_members_are_looked_up_concurrently_and_bounded() -> None:
+    workspace = demo.demo_workspace()
+    members = [f"U_M{i:02d}" for i in range(16)]
+    for user in members:
+        workspace.add_user(user, user.lower(), f"{user.lower()}@example.com")
+    workspace.add_channel("C_BIG", "big", [*members, workspace.bot_user_id], is_private=True)
+    standin = await SlackStandIn(workspace, demo.TOKEN).start()
+    try:
+        standin.delays["users.info"] = 0.2
+        settings = Settings(_env_file=None, SLACK_BOT_TOKEN=SecretStr(demo.TOKEN), SLACK_API_URL=standin.base_url)
+        directory = Directory(web_client(settings), AccessFile.fixed(load_access(demo.ACCESS_FILE)), 60)
+        started = asyncio.get_running_loop().time()
+        audience = await directory.audience("C_BIG")
+        elapsed = asyncio.get_running_loop().time() - started
+        assert audience.level is Level.team  # everyone is team by their email domain
+        assert len(standin.calls_to("users.info")) == 17  # and the bot itself
+        assert elapsed < 17 * 0.2 / 3  # one at a time would take 3.4 s; eight at a time ~0.6 s
+        starts = sorted(c.at for c in standin.calls if c.method == "users.info")
+        assert starts[8] - starts[0] >= 0.19  # no more than eight at once
+    finally:
+        await standin.stop()

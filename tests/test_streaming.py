@@ -1,0 +1,94 @@
+"""Streamed answers: with a model that streams, the answer grows in its thread through
+chat.startStream / appendStream / stopStream, and the citation check still decides at the end."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot import demo
+from bot.blocks import FEEDBACK_DOWN, FEEDBACK_UP
+from bot.deliveries import buttons
+from bot.local import local_slack
+from bot.standin import visible_text
+from rag.answer import ABSTAIN_MESSAGES
+from rag.engine import Engine
+from rag.generation import OpenAIChat
+from rag.prompt import Source
+from tests.conftest import make_settings
+from tests.standins.openai_server import OpenAIStandIn
+from tests.test_bot import VPN, answers, mention, with_model
+
+LONG = "Connect through the VPN portal & sign in with your SSO account [1]. " * 12
+
+
+def chat_methods(local) -> list[str]:  # type: ignore[no-untyped-def]
+    return [c.method for c in local.standin.calls if c.method.startswith("chat.")]
+
+
+async def test_a_streaming_model_streams_the_answer_then_attaches_sources_and_feedback(
+    sample_engine: Engine, openai_standin: OpenAIStandIn
+) -> None:
+    openai_standin.reply = lambda messages: LONG
+    engine = with_model(sample_engine, openai_standin)
+    async with local_slack(engine.settings, engine) as local:
+        question, _ = await mention(local, demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        streamed = [m for m in chat_methods(local) if m.endswith("Stream")]
+        assert streamed[0] == "chat.startStream" and streamed[-1] == "chat.stopStream"
+        assert streamed.count("chat.appendStream") >= 1 and streamed.count("chat.startStream") == 1
+        [start] = local.standin.calls_to("chat.startStream")
+        assert start["thread_ts"] == question and start["recipient_user_id"] == demo.BOB
+        assert start["recipient_team_id"] == local.standin.workspace.team_id
+        [stop] = local.standin.calls_to("chat.stopStream", ok_only=True)
+        assert "*Sources*" in visible_text({"blocks": stop["blocks"]})
+        [answer] = answers(local, demo.GENERAL)  # the placeholder is gone, the stream is the answer
+        assert answer["ts"] == stop["ts"] and answer["thread_ts"] == question and not answer["streaming"]
+        text = visible_text(answer)
+        assert "SSO account [1]" in text and "VPN Setup" in text and "&amp;" in text
+        assert [b["action_id"] for b in buttons(answer)] == [FEEDBACK_UP, FEEDBACK_DOWN]
+        assert local.bot.services.answer_log.find_by_message(demo.GENERAL, answer["ts"]) is not None
+
+
+async def test_a_streamed_answer_with_invalid_citations_ends_as_the_abstention(
+    sample_engine: Engine, openai_standin: OpenAIStandIn
+) -> None:
+    openai_standin.reply = lambda messages: LONG.replace("[1]", "[7]")
+    engine = with_model(sample_engine, openai_standin)
+    async with local_slack(engine.settings, engine) as local:
+        await mention(local, demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        assert "chat.startStream" in chat_methods(local) and "chat.stopStream" in chat_methods(local)
+        [answer] = answers(local, demo.GENERAL)
+        text = visible_text(answer)
+        assert ABSTAIN_MESSAGES["invalid_citations"] in text and "SSO account" not in text and "Sources" not in text
+
+
+async def test_with_streaming_turned_off_the_placeholder_is_updated(
+    sample_engine: Engine, openai_standin: OpenAIStandIn
+) -> None:
+    openai_standin.reply = lambda messages: LONG
+    engine = with_model(sample_engine, openai_standin, llm_stream=False)
+    async with local_slack(engine.settings, engine) as local:
+        await mention(local, demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        assert not [m for m in chat_methods(local) if m.endswith("Stream")]
+        assert "stream" not in openai_standin.requests[-1][1]
+        [answer] = answers(local, demo.GENERAL)
+        assert "SSO account [1]" in visible_text(answer)
+
+
+async def test_an_endpoint_that_does_not_stream_still_answers_and_is_not_asked_to_stream_again(
+    openai_standin: OpenAIStandIn, tmp_path: Path
+) -> None:
+    openai_standin.streams = False  # answers `"stream": true` with one JSON body
+    openai_standin.reply = lambda messages: "Fine [1]"
+    chat = OpenAIChat(make_settings(tmp_path, openai_base_url=openai_standin.base_url, llm_max_retries=0))
+    pieces: list[str] = []
+
+    async def sink(piece: str) -> None:
+        pieces.append(piece)
+
+    sources = [Source(1, "Deploys", "Friday", "No deploys on Friday.")]
+    assert await chat.generate("q", sources, [], sink) == "Fine [1]"
+    assert await chat.generate("q", sources, [], sink) == "Fine [1]"
+    assert pieces == []
+    assert [body.get("stream") for _, body, _ in openai_standin.requests] == [True, None, None]
