@@ -58,6 +58,14 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "git_timeout_s": (0.001, DAY_S),
     "watch_debounce_ms": (1, 3_600_000),
     "answer_log_days": (0, 365_000),
+    "queue_max": (0, 1_000_000),
+    "queue_wait_s": (0, DAY_S),
+    "index_refresh_s": (0, DAY_S),
+    "sync_lease_ttl_s": (1, DAY_S),
+    "sync_lease_renew_s": (0.1, DAY_S),
+    "sync_request_poll_s": (0.05, 3_600),
+    "metrics_port": (0, 65_535),  # 0: no metrics server in the sync worker
+    "drain_s": (0, 300),
 }
 
 
@@ -190,6 +198,9 @@ class Settings(BaseSettings):
             raise ValueError(f"DOCSBOT_TOP_K ({self.top_k}) must not exceed DOCSBOT_CANDIDATES ({self.candidates})")
         if self.dense_weight + self.bm25_weight <= 0:
             raise ValueError("DOCSBOT_DENSE_WEIGHT and DOCSBOT_BM25_WEIGHT cannot both be 0")
+        if self.sync_lease_renew_s >= self.sync_lease_ttl_s:
+            raise ValueError(f"DOCSBOT_SYNC_LEASE_RENEW_S ({self.sync_lease_renew_s}) must be shorter than "
+                             f"DOCSBOT_SYNC_LEASE_TTL_S ({self.sync_lease_ttl_s})")
         return self
 
     @property
@@ -279,10 +290,10 @@ class Settings(BaseSettings):
     log_questions: bool = False
     # Port of the sync worker's (`docsbot sync --watch`) /metrics; 0 turns it off. The bot serves
     # /metrics on its own $PORT.
-    metrics_port: int = Field(default=9464, ge=0, le=65535)
+    metrics_port: int = 9464
     # On SIGTERM, answers in flight get this long to finish before their placeholders are edited
     # to a restart note (keep it under the platform's kill window, usually 30 s).
-    drain_s: float = Field(default=20.0, ge=0, le=300)
+    drain_s: float = 20.0
 
     @field_validator("log_level", mode="before")
     @classmethod

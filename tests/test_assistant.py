@@ -71,7 +71,7 @@ async def test_a_message_in_the_panel_sets_the_status_then_answers_in_the_thread
     assert local.standin.assistant_threads[(dm, root)]["status"] == SEARCHING
     assert local.standin.assistant_threads[(dm, root)]["title"] == BREAK_GLASS
     assert answer["thread_ts"] == root and "Break-Glass" in visible_text(answer) and "[1]" in visible_text(answer)
-    assert local.bot.services.answer_log.find_by_message(dm, answer["ts"]).level == "restricted"
+    assert (await local.bot.services.answer_log.find_by_message(dm, answer["ts"])).level == "restricted"
 
 
 async def test_panel_answers_carry_slacks_own_feedback_buttons_which_record_votes(local: LocalSlack) -> None:
@@ -84,13 +84,13 @@ async def test_panel_answers_carry_slacks_own_feedback_buttons_which_record_vote
     answer_id = down["value"].removeprefix("down:")
     assert (await local.slack.click(demo.BOB, dm, down, answer)).status == 200
     await local.settle()
-    [vote] = local.bot.services.answer_log.feedback(answer_id)
+    [vote] = await local.bot.services.answer_log.feedback(answer_id)
     assert (vote.user, vote.vote) == (demo.BOB, "down")
     [form] = local.standin.calls_to("views.open", ok_only=True)
     assert form["view"]["callback_id"] == FEEDBACK_FORM  # our form still asks what was wrong
     await local.slack.click(demo.BOB, dm, up, answer)
     await local.settle()
-    [vote] = local.bot.services.answer_log.feedback(answer_id)
+    [vote] = await local.bot.services.answer_log.feedback(answer_id)
     assert vote.vote == "up"
 
 

@@ -29,7 +29,7 @@ ROTATION = "how does the on-call rotation and handover work?"
 
 def answered_level(local: LocalSlack, channel: str) -> str:
     latest = answers(local, channel)[-1]
-    logged = local.bot.services.answer_log.find_by_message(channel, latest["ts"])
+    logged = await local.bot.services.answer_log.find_by_message(channel, latest["ts"])
     assert logged is not None
     return logged.level
 

@@ -22,5 +22,5 @@ async def test_thumbs_down_form_in_the_console_records_reason_and_expectation(
         shown = capsys.readouterr().out
         assert "[form: What was wrong?]" in shown and "2. It is out of date" in shown
         answer_id = console.buttons[down - 1][1]["value"]
-        [vote] = local.bot.services.answer_log.feedback(answer_id)
+        [vote] = await local.bot.services.answer_log.feedback(answer_id)
     assert (vote.user, vote.vote, vote.reason, vote.expected) == (demo.BOB, "down", "outdated", "the 2026 VPN page")

@@ -72,3 +72,11 @@ def test_defaults_and_the_presets_are_valid(monkeypatch: pytest.MonkeyPatch, tmp
     for preset in ("github", "gitlab", "{repo_web}/src/{commit}/{path}#{anchor}"):
         monkeypatch.setenv("DOCSBOT_LINK_TEMPLATE", preset)
         assert main(["status"]) == 0
+
+
+def test_every_numeric_setting_has_a_range() -> None:
+    """A numeric setting added without a range would accept 0, -1 or 1e9 silently."""
+    from docsbot.settings import BOUNDS, Settings
+
+    numeric = {name for name, field in Settings.model_fields.items() if field.annotation in (int, float)}
+    assert numeric - set(BOUNDS) == set()

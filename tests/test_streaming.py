@@ -45,7 +45,7 @@ async def test_a_streaming_model_streams_the_answer_then_attaches_sources_and_fe
         text = visible_text(answer)
         assert "SSO account [1]" in text and "VPN Setup" in text and "&amp;" in text
         assert [b["action_id"] for b in buttons(answer)] == [FEEDBACK_UP, FEEDBACK_DOWN]
-        assert local.bot.services.answer_log.find_by_message(demo.GENERAL, answer["ts"]) is not None
+        assert await local.bot.services.answer_log.find_by_message(demo.GENERAL, answer["ts"]) is not None
 
 
 async def test_a_streamed_answer_with_invalid_citations_ends_as_the_abstention(

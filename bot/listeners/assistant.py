@@ -68,8 +68,6 @@ async def user_message(
     services = services_of(context)
     if payload.get("subtype") or not payload.get("user"):
         return
-    if not await services.first_delivery(payload["channel"], payload["ts"]):
-        return
     services.work.spawn(_answer(services, client, payload, set_status, set_title, context), name="assistant")
 
 
@@ -78,6 +76,8 @@ async def _answer(
     set_title: AsyncSetTitle, context: AsyncBoltContext,
 ) -> None:
     channel, user, root = payload["channel"], payload["user"], payload["thread_ts"]
+    if not await services.first_delivery(channel, payload["ts"]):  # claimed here, so `work.idle()` covers it
+        return
     tell = _in_thread(client, channel, root)
     text = question_text(payload.get("text", ""), context.bot_user_id)
     if not text:
