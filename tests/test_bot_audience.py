@@ -27,7 +27,7 @@ from tests.test_bot import answers, mention
 ROTATION = "how does the on-call rotation and handover work?"
 
 
-def answered_level(local: LocalSlack, channel: str) -> str:
+async def answered_level(local: LocalSlack, channel: str) -> str:
     latest = answers(local, channel)[-1]
     logged = await local.bot.services.answer_log.find_by_message(channel, latest["ts"])
     assert logged is not None
@@ -38,17 +38,17 @@ async def test_a_guest_joining_a_private_channel_lowers_the_next_answer_at_once(
     async with local_slack(sample_engine.settings, sample_engine) as local:
         await mention(local, demo.DAN, demo.ENG, ROTATION)
         await local.settle()
-        assert answered_level(local, demo.ENG) == "team"
+        assert await answered_level(local, demo.ENG) == "team"
         local.standin.workspace.channels[demo.ENG]["members"].append(demo.GUEST)
         await mention(local, demo.DAN, demo.ENG, ROTATION)  # Slack has not told the bot yet: cached
         await local.settle()
-        assert answered_level(local, demo.ENG) == "team"
+        assert await answered_level(local, demo.ENG) == "team"
         joined = {"type": "member_joined_channel", "user": demo.GUEST, "channel": demo.ENG, "channel_type": "G",
                   "team": local.standin.workspace.team_id, "event_ts": local.standin.next_ts()}
         assert (await local.slack.event(joined)).status == 200
         await mention(local, demo.DAN, demo.ENG, ROTATION)
         await local.settle()
-        assert answered_level(local, demo.ENG) == "public"
+        assert await answered_level(local, demo.ENG) == "public"
         assert "On-Call Handbook" not in visible_text(answers(local, demo.ENG)[-1])
 
 
@@ -65,7 +65,7 @@ async def test_an_edited_access_file_applies_without_a_restart_and_a_broken_one_
             ts = local.standin.post_as_user(dm, demo.EVE, ROTATION)
             await local.slack.event(local.slack.direct_message(demo.EVE, dm, ROTATION, ts))
             await local.settle()
-            return answered_level(local, dm)
+            return await answered_level(local, dm)
 
         assert await ask() == "public"
         await asyncio.sleep(1.1)  # the file is checked at most once a second
