@@ -169,7 +169,8 @@ class StateDB:
         """A session inside one transaction (committed on exit); an unreachable or locked
         database raises StateUnavailable instead of a driver error.
 
-        `durable=False` is for writes whose loss in a server crash is harmless (dedupe keys): on
+        `durable=False` is for writes whose loss in a server crash is harmless (dedupe keys, rate
+        windows): on
         Postgres the commit then does not wait for the WAL flush (`synchronous_commit`), which
         is most of a write's latency (12 ms → 1-2 ms measured here); SQLite is unchanged."""
         try:

@@ -23,6 +23,19 @@ class Clock:
         return self.now
 
 
+def replica_script(imports: str, repository: str, *body: str) -> str:
+    """A replica process: open the state database (argv[1]), build `repo`, wait for the common
+    start time (argv[3]), run `body` (one line per item), close."""
+    lines = "".join(f"    {line}\n" for line in body)
+    return (f"import asyncio, sys, time\nfrom state.db import open_state\n{imports}\n"
+            "async def main(url, name, start):\n"
+            f"    db = await open_state(url); repo = {repository}\n"
+            "    await asyncio.sleep(float(start) - time.time())\n"
+            f"{lines}"
+            "    await db.close()\n"
+            "asyncio.run(main(*sys.argv[1:]))\n")
+
+
 @pytest.fixture
 async def db(state_url: str) -> AsyncIterator[StateDB]:
     opened = await open_state(state_url)
@@ -61,18 +74,9 @@ async def test_the_rate_limit_is_a_sliding_window_per_user(db: StateDB) -> None:
 
 
 async def test_two_processes_claiming_the_same_keys_each_win_a_key_once(db: StateDB, state_url: str) -> None:
-    script = (
-        "import asyncio, sys, time\n"
-        "from state.db import open_state\n"
-        "from state.dedupe import Dedupe\n"
-        "async def main(url, name, start):\n"
-        "    db = await open_state(url); dedupe = Dedupe(db)\n"
-        "    await asyncio.sleep(float(start) - time.time())\n"
-        "    won = await asyncio.gather(*(dedupe.claim(f'event:Ev{i}', 900) for i in range(100)))\n"
-        "    print(','.join(str(i) for i, w in enumerate(won) if w))\n"
-        "    await db.close()\n"
-        "asyncio.run(main(*sys.argv[1:]))\n"
-    )
+    script = replica_script("from state.dedupe import Dedupe", "Dedupe(db)",
+                            "won = await asyncio.gather(*(repo.claim(f'event:Ev{i}', 900) for i in range(100)))",
+                            "print(','.join(str(i) for i, w in enumerate(won) if w))")
     outcomes = await run_together(script, [state_url], ["a", "b"])
     assert all(code == 0 for code, _ in outcomes), outcomes
     won = [{int(i) for i in out.strip().split(",") if i} for _, out in outcomes]
@@ -81,18 +85,9 @@ async def test_two_processes_claiming_the_same_keys_each_win_a_key_once(db: Stat
 
 async def test_two_processes_share_one_rate_limit(db: StateDB, state_url: str) -> None:
     """Each process asks 10 times at once for the same user: 6 pass in all, not 6 each."""
-    script = (
-        "import asyncio, sys, time\n"
-        "from state.db import open_state\n"
-        "from state.ratelimit import RateLimit\n"
-        "async def main(url, name, start):\n"
-        "    db = await open_state(url); limit = RateLimit(db, per_minute=6)\n"
-        "    await asyncio.sleep(float(start) - time.time())\n"
-        "    waits = await asyncio.gather(*(limit.take('U_BOB') for _ in range(10)))\n"
-        "    print(sum(1 for w in waits if w == 0))\n"
-        "    await db.close()\n"
-        "asyncio.run(main(*sys.argv[1:]))\n"
-    )
+    script = replica_script("from state.ratelimit import RateLimit", "RateLimit(db, per_minute=6)",
+                            "waits = await asyncio.gather(*(repo.take('U_BOB') for _ in range(10)))",
+                            "print(sum(1 for w in waits if w == 0))")
     outcomes = await run_together(script, [state_url], ["a", "b"])
     assert all(code == 0 for code, _ in outcomes), outcomes
     assert sum(int(out.strip().splitlines()[-1]) for _, out in outcomes) == 6
