@@ -206,7 +206,7 @@ def _matches(rel: str, include: list[str], exclude: list[str]) -> bool:
     return any(glob_match(rel, p) for p in include) and not any(glob_match(rel, p) for p in exclude)
 
 
-def _inside(root: Path, rel: str) -> Path:
+def inside(root: Path, rel: str) -> Path:
     """root/rel with no part of it a symbolic link and no way out of root, or DocumentError."""
     path = root
     for part in rel.split("/"):
@@ -221,7 +221,7 @@ def _inside(root: Path, rel: str) -> Path:
 def read_document(root: Path, rel: str, rules: AccessRules, max_bytes: int) -> Document:
     """One file under root as a Document, or DocumentError (a huge file is never loaded, a
     symbolic link is never followed)."""
-    path = _inside(root, rel)
+    path = inside(root, rel)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:

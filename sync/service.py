@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from rag.documents import DocumentError, inside
 from sync.folder import folder_provenance
 from docsbot.settings import Settings
 from rag.embeddings import Embedder, make_embedder
@@ -96,7 +97,7 @@ def _sync_git(settings: Settings, store: Store, embedder: Embedder | None, start
     copy.checkout(head)
     embedder = embedder or make_embedder(settings)  # loaded after the fetch, which may fail
     subdir = settings.repo_subdir.strip("/")
-    root = copy.path / subdir
+    root = _docs_root(copy.path, subdir)
     meta = store.meta()
     indexed = meta.get("commit")
     signature = index_signature(settings, embedder, "git")
@@ -124,6 +125,15 @@ def _sync_git(settings: Settings, store: Store, embedder: Embedder | None, start
     _checkpoint(settings, "after-write")
     _record_success(store, report, signature, root, started, commit=head, commit_date=copy.commit_date(head))
     return report
+
+
+def _docs_root(repo: Path, subdir: str) -> Path:
+    """The docs folder of the checkout; a subfolder that is a symbolic link (it could point
+    anywhere on the host) is refused."""
+    try:
+        return inside(repo, subdir) if subdir else repo
+    except DocumentError:
+        raise SyncError(f"DOCSBOT_REPO_SUBDIR={subdir}: a symbolic link in the repository, not a folder") from None
 
 
 def _sync_folder(

@@ -113,3 +113,17 @@ def test_git_sync_lists_links_as_skipped_and_indexes_nothing_outside(
     # And nothing is quoted: the question that matches the secret finds no source.
     assert main(["ask", "what is the slack signing secret hunter2", "--json"]) == 0
     assert "hunter2" not in capsys.readouterr().out
+
+
+def test_a_docs_subfolder_that_is_a_link_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    host = outside_files(tmp_path)
+    source = new_repo(tmp_path / "upstream")
+    (source / "docs").symlink_to(host / "private")
+    commit_files(source, {"README.md": DOC}, "docs is a link")
+    monkeypatch.setenv("DOCSBOT_DATA_DIR", str(tmp_path / "index"))
+    monkeypatch.setenv("DOCSBOT_REPO_SUBDIR", "docs")
+    assert main(["sync", "--repo", str(source)]) == 2
+    assert "DOCSBOT_REPO_SUBDIR=docs: a symbolic link" in capsys.readouterr().err
+    assert not (tmp_path / "index" / "chunks.lance").exists()
