@@ -184,7 +184,7 @@ def scan_folder(root: Path, include: list[str], exclude: list[str]) -> tuple[lis
         for name in files:
             path = base / name
             rel = path.relative_to(root).as_posix()
-            if not _matches(rel, include, exclude):
+            if not matches(rel, include, exclude):
                 continue
             if path.is_symlink():
                 skipped.append((rel, SYMLINK))
@@ -199,10 +199,11 @@ def in_scope(rel: str, include: list[str], exclude: list[str]) -> bool:
     """Whether a relative path is indexed: no hidden part, an include match and no exclude match."""
     if any(part.startswith(".") for part in rel.split("/")):
         return False
-    return _matches(rel, include, exclude)
+    return matches(rel, include, exclude)
 
 
-def _matches(rel: str, include: list[str], exclude: list[str]) -> bool:
+def matches(rel: str, include: list[str], exclude: list[str]) -> bool:
+    """An include glob matches and no exclude glob does (hidden parts not considered)."""
     return any(glob_match(rel, p) for p in include) and not any(glob_match(rel, p) for p in exclude)
 
 

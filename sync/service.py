@@ -114,6 +114,7 @@ def _sync_git(settings: Settings, store: Store, embedder: Embedder | None, start
         provenance = _provenance(last_commits(copy.path, subdir, head, only=set(changes.upsert)))
         stats, skipped = apply_paths(store, embedder, settings, root, changes.upsert, changes.removed, provenance)
         changes.uncount(skipped)
+        skipped = changes.skipped + skipped
         in_scope = [p for p in _files_at(copy.path, head, subdir) if scope.covers(p)]
         applied = Applied(
             added=changes.added, modified=changes.modified, deleted=changes.deleted, renamed=changes.renamed,
