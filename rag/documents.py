@@ -184,7 +184,7 @@ def scan_folder(root: Path, include: list[str], exclude: list[str]) -> tuple[lis
         for name in files:
             path = base / name
             rel = path.relative_to(root).as_posix()
-            if not _matches(rel, include, exclude):
+            if not matches(rel, include, exclude):
                 continue
             if path.is_symlink():
                 skipped.append((rel, SYMLINK))
@@ -199,14 +199,15 @@ def in_scope(rel: str, include: list[str], exclude: list[str]) -> bool:
     """Whether a relative path is indexed: no hidden part, an include match and no exclude match."""
     if any(part.startswith(".") for part in rel.split("/")):
         return False
-    return _matches(rel, include, exclude)
+    return matches(rel, include, exclude)
 
 
-def _matches(rel: str, include: list[str], exclude: list[str]) -> bool:
+def matches(rel: str, include: list[str], exclude: list[str]) -> bool:
+    """An include glob matches and no exclude glob does (hidden parts not considered)."""
     return any(glob_match(rel, p) for p in include) and not any(glob_match(rel, p) for p in exclude)
 
 
-def _inside(root: Path, rel: str) -> Path:
+def inside(root: Path, rel: str) -> Path:
     """root/rel with no part of it a symbolic link and no way out of root, or DocumentError."""
     path = root
     for part in rel.split("/"):
@@ -221,7 +222,7 @@ def _inside(root: Path, rel: str) -> Path:
 def read_document(root: Path, rel: str, rules: AccessRules, max_bytes: int) -> Document:
     """One file under root as a Document, or DocumentError (a huge file is never loaded, a
     symbolic link is never followed)."""
-    path = _inside(root, rel)
+    path = inside(root, rel)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:

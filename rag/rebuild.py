@@ -13,7 +13,7 @@ import logging
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from rag.documents import load_folder
 from rag.engine import Engine, access_rules
@@ -21,6 +21,7 @@ from rag.indexer import IndexStats, Provenance, build_rows, chunking_signature
 from rag.store import CHUNKS, META, VECTORS, Store, StoreError, meta_table
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Sync state that describes the old rows, not the rebuilt ones: the next sync reconciles.
 _STALE_META = ("commit", "commit_date", "sync_signature", "ann_trained_rows")
@@ -30,19 +31,20 @@ def rebuild_index(engine: Engine, root: Path, provenance: dict[str, Provenance])
     s, store = engine.settings, engine.store
     started = time.perf_counter()
     docs, skipped = load_folder(root, s.include, s.exclude, access_rules(s), s.max_file_bytes)
+    old_meta = _readable(store.meta, {}, "metadata")
+    embedding = {"model": engine.embedder.name, "dim": engine.embedder.dim}
     with tempfile.TemporaryDirectory(prefix="docsbot-rebuild-") as scratch_dir:
         scratch = Store(scratch_dir, refresh_s=None)
-        _seed_vector_cache(scratch, store)
+        if old_meta.get("embedding") == embedding:  # vectors of another model are never reused
+            _seed_vector_cache(scratch, store)
         rows, stats = build_rows(docs, provenance, scratch, engine.embedder, s)
         vectors = scratch.cached_table()
-        old_meta = _readable(store.meta, {}, "metadata")
         before = _readable(store.doc_hashes, {}, "list of documents")
         if vectors is not None:
             store.replace(VECTORS, vectors)
         store.replace(CHUNKS, rows)  # the swap: readers see the new index from here
     meta: dict[str, Any] = {k: v for k, v in old_meta.items() if k not in _STALE_META}
-    meta.update(embedding={"model": engine.embedder.name, "dim": engine.embedder.dim},
-                chunking=chunking_signature(s), docs_root=str(root.resolve()))
+    meta.update(embedding=embedding, chunking=chunking_signature(s), docs_root=str(root.resolve()))
     store.replace(META, meta_table(meta))
     store.maintain(s.ann_min_rows)
     stats.skipped = skipped
@@ -58,7 +60,7 @@ def _seed_vector_cache(scratch: Store, store: Store) -> None:
         scratch.replace(VECTORS, cached)
 
 
-def _readable(read: Any, fallback: Any, what: str) -> Any:
+def _readable(read: Callable[[], T], fallback: T, what: str) -> T:
     try:
         return read()
     except StoreError:

@@ -15,7 +15,8 @@ import os
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable, Iterable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -78,35 +79,35 @@ class IndexUnreadable(StoreError):
 _RUST_LOCATION = re.compile(r",?\s*/\S+\.rs:\d+:\d+")
 
 
+@contextmanager
+def _unreadable(uri: str) -> Iterator[None]:
+    try:
+        yield
+    except StoreError:
+        raise
+    except (OSError, RuntimeError) as exc:  # lance reports a missing data file as a RuntimeError
+        text = str(exc).strip()
+        reason = _RUST_LOCATION.sub("", text.splitlines()[0]) if text else type(exc).__name__
+        raise IndexUnreadable(f"the index at {uri} cannot be read ({reason}): "
+                              "run `docsbot index --rebuild` to rebuild it from the docs") from exc
+
+
 def _store_errors(cls: type) -> type:
     """Every public method of the class turns a Lance or I/O error into IndexUnreadable: one line
     that names the index and the fix, instead of a traceback in whichever command touched it."""
-
-    def unreadable(store: "Store", exc: Exception) -> IndexUnreadable:
-        reason = _RUST_LOCATION.sub("", str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-        return IndexUnreadable(f"the index at {store.uri} cannot be read ({reason}): "
-                               "run `docsbot index --rebuild` to rebuild it from the docs")
 
     def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
         if inspect.iscoroutinefunction(method):
             @functools.wraps(method)
             async def guarded_async(self: "Store", *args: Any, **kwargs: Any) -> Any:
-                try:
+                with _unreadable(self.uri):
                     return await method(self, *args, **kwargs)
-                except StoreError:
-                    raise
-                except (OSError, RuntimeError) as exc:
-                    raise unreadable(self, exc) from exc
             return guarded_async
 
         @functools.wraps(method)
         def guarded(self: "Store", *args: Any, **kwargs: Any) -> Any:
-            try:
+            with _unreadable(self.uri):
                 return method(self, *args, **kwargs)
-            except StoreError:
-                raise
-            except (OSError, RuntimeError) as exc:
-                raise unreadable(self, exc) from exc
         return guarded
 
     for name, member in list(vars(cls).items()):

@@ -1,14 +1,15 @@
 """What a sync must do, from `git diff --name-status -M <indexed> <head>`.
 
 Paths are relative to the docs subfolder and kept only when in scope (include/exclude globs, no
-hidden folder). A rename whose old or new side is out of scope becomes an add or a delete.
+hidden folder). A rename whose old or new side is out of scope becomes an add or a delete. A
+changed hidden file the globs select is reported as skipped (as a full reconcile reports it).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag.documents import in_scope
+from rag.documents import HIDDEN, in_scope, matches
 from sync.gitcmd import FileChange, diff_name_status, touched_paths
 
 
@@ -20,11 +21,17 @@ class Scope:
 
     def rel(self, repo_path: str) -> str | None:
         """The doc path of a repository path, or None when it is not indexed."""
+        rel = self._under(repo_path)
+        return rel if rel is not None and self.covers(rel) else None
+
+    def hidden(self, repo_path: str) -> str | None:
+        """The doc path of a hidden file (`.github/x.md`) the globs select: skipped, not indexed."""
+        rel = self._under(repo_path)
+        return rel if rel is not None and not self.covers(rel) and matches(rel, self.include, self.exclude) else None
+
+    def _under(self, repo_path: str) -> str | None:
         prefix = self.subdir.strip("/") + "/" if self.subdir.strip("/") else ""
-        if not repo_path.startswith(prefix):
-            return None
-        rel = repo_path[len(prefix):]
-        return rel if self.covers(rel) else None
+        return repo_path[len(prefix):] if repo_path.startswith(prefix) else None
 
     def covers(self, rel: str) -> bool:
         return in_scope(rel, self.include, self.exclude)
@@ -39,9 +46,13 @@ class ChangeSet:
     deleted: int = 0
     renamed: int = 0
     counted_as: dict[str, str] = field(default_factory=dict)  # upserted doc path -> the count it is in
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason) of hidden files changed
 
     def classify(self, change: FileChange, scope: Scope) -> None:
         old, new = scope.rel(change.old), scope.rel(change.new)
+        hidden = scope.hidden(change.new) if change.status != "D" else None
+        if hidden:
+            self.skipped.append((hidden, HIDDEN))
         if change.status == "R" and old and new:
             self.removed.append(old)
             self._upsert(new, "renamed")

@@ -21,6 +21,7 @@ from typing import Any
 
 from docsbot.observability import metrics
 from docsbot.observability.tracing import span
+from rag.documents import DocumentError, inside
 from docsbot.settings import Settings
 from rag.embeddings import Embedder, make_embedder
 from rag.indexer import Provenance, chunking_signature
@@ -110,7 +111,7 @@ def _sync_git(
     copy.checkout(head)
     embedder = embedder or make_embedder(settings)  # loaded after the fetch, which may fail
     subdir = settings.repo_subdir.strip("/")
-    root = copy.path / subdir
+    root = _docs_root(copy.path, subdir)
     meta = store.meta()
     indexed = meta.get("commit")
     signature = index_signature(settings, embedder, "git")
@@ -128,6 +129,7 @@ def _sync_git(
         provenance = _provenance(last_commits(copy.path, subdir, head, only=set(changes.upsert)))
         stats, skipped = apply_paths(store, embedder, settings, root, changes.upsert, changes.removed, provenance)
         changes.uncount(skipped)
+        skipped = changes.skipped + skipped
         in_scope = [p for p in _files_at(copy.path, head, subdir) if scope.covers(p)]
         applied = Applied(
             added=changes.added, modified=changes.modified, deleted=changes.deleted, renamed=changes.renamed,
@@ -139,6 +141,15 @@ def _sync_git(
     _checkpoint(settings, "after-write")
     _record_success(store, report, signature, root, started, commit=head, commit_date=copy.commit_date(head))
     return report
+
+
+def _docs_root(repo: Path, subdir: str) -> Path:
+    """The docs folder of the checkout; a subfolder that is a symbolic link (it could point
+    anywhere on the host) is refused."""
+    try:
+        return inside(repo, subdir) if subdir else repo
+    except DocumentError:
+        raise SyncError(f"DOCSBOT_REPO_SUBDIR={subdir}: a symbolic link in the repository, not a folder") from None
 
 
 def _sync_folder(

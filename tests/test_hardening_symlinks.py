@@ -11,7 +11,7 @@ import pytest
 
 from docsbot.cli import main
 from eval.bench_sync import commit_files, index_rows
-from rag.documents import SYMLINK, AccessRules, DocumentError, load_folder, read_document
+from rag.documents import HIDDEN, SYMLINK, AccessRules, DocumentError, load_folder, read_document
 from rag.levels import Level
 from tests.test_sync_support import new_repo
 
@@ -102,14 +102,28 @@ def test_git_sync_lists_links_as_skipped_and_indexes_nothing_outside(
 
     # Incremental: a link added later (git diff names it) is skipped too, and counted only as skipped.
     (source / "later.md").symlink_to(host / ".env")
-    commit_files(source, {}, "one more link")
+    commit_files(source, {".github/guide.md": DOC}, "one more link, and a hidden file")
     assert main(["sync", "--repo", str(source), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["mode"] == "incremental"
-    assert report["skipped"] == [{"path": "later.md", "reason": SYMLINK}]
+    assert report["skipped"] == [{"path": ".github/guide.md", "reason": HIDDEN}, {"path": "later.md", "reason": SYMLINK}]
     assert (report["added"], report["modified"]) == (0, 0)
     assert_nothing_outside(tmp_path / "index")
 
     # And nothing is quoted: the question that matches the secret finds no source.
     assert main(["ask", "what is the slack signing secret hunter2", "--json"]) == 0
     assert "hunter2" not in capsys.readouterr().out
+
+
+def test_a_docs_subfolder_that_is_a_link_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    host = outside_files(tmp_path)
+    source = new_repo(tmp_path / "upstream")
+    (source / "docs").symlink_to(host / "private")
+    commit_files(source, {"README.md": DOC}, "docs is a link")
+    monkeypatch.setenv("DOCSBOT_DATA_DIR", str(tmp_path / "index"))
+    monkeypatch.setenv("DOCSBOT_REPO_SUBDIR", "docs")
+    assert main(["sync", "--repo", str(source)]) == 2
+    assert "DOCSBOT_REPO_SUBDIR=docs: a symbolic link" in capsys.readouterr().err
+    assert not (tmp_path / "index" / "chunks.lance").exists()
