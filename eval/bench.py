@@ -264,7 +264,7 @@ def run(
         "setup": {
             "base_chunks": base.num_rows, "queries": len(texts), "k": K, "noise": NOISE,
             "numpy_threads": "1" if NUMPY_SINGLE_THREAD else "default (numpy was imported before the bench)",
-            "ann": {"partition_rows": Store.ANN_PARTITION_ROWS, "nprobes": Store.ANN_NPROBES},
+            "ann": {"partition_rows": Store.ANN_PARTITION_ROWS, "nprobes": Store.ANN_NPROBES, "max_nprobes": Store.ANN_MAX_NPROBES},
         },
     }
 
