@@ -32,7 +32,7 @@ from sync.gitcmd import git, has_commit, is_ancestor, last_commits, redact, topl
 from sync.lock import WriterLease, writer_lease
 from sync.reindex import Applied, apply_paths, reconcile
 from sync.report import FileCounts, SyncReport
-from sync.workcopy import WorkCopy, is_local_uri, repo_url, work_dir
+from sync.workcopy import WorkCopy, is_local_uri, repo_url
 
 log = logging.getLogger("docsbot.sync")
 
