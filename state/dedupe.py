@@ -33,13 +33,13 @@ class Dedupe:
         Raises StateUnavailable when the database cannot be reached: the caller decides."""
         now = self._clock()
         try:
-            async with self.db.begin() as session:
+            async with self.db.begin(durable=False) as session:  # lost in a crash: a rare double answer
                 await session.execute(insert(DedupeKey).values(key=key, expires_at=now + ttl_s))
             return True
         except IntegrityError:
             pass
         # Held: take it over only if it has expired (one of several racing callers wins the UPDATE).
-        async with self.db.begin() as session:
+        async with self.db.begin(durable=False) as session:
             taken = await session.execute(
                 update(DedupeKey)
                 .where(DedupeKey.key == key, DedupeKey.expires_at <= now)

@@ -397,6 +397,7 @@ async def test_url_verification_challenge_is_answered(local: LocalSlack) -> None
 async def test_a_retry_is_dropped_by_its_event_id_before_any_listener_runs(local: LocalSlack) -> None:
     """The retry here carries another message ts, so only the event-id check can recognise it."""
     ts, _ = await mention(local, demo.BOB, demo.GENERAL, VPN, event_id="Ev_SAME")
+    await local.settle()  # a retry comes after Slack's 3 s ack timeout
     later = local.standin.post_as_user(demo.GENERAL, demo.BOB, VPN)
     delivered = await local.slack.event(local.slack.mention(demo.BOB, demo.GENERAL, VPN, later), "Ev_SAME", retry=1)
     await local.settle()
