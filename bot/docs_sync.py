@@ -6,7 +6,6 @@ worker running inside `docsbot run`), and answer at once.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from aiohttp import web
@@ -17,20 +16,17 @@ from rag.store import Store
 from state.db import StateDB, StateUnavailable
 from state.sync_requests import SyncRequests
 from sync.progress import read_progress
-from sync.status import current_status, read_status, render_status
+from sync.status import current_status, render_status
 from sync.webhook import webhook_route
 
 log = logging.getLogger(__name__)
 
-NO_STATE = {"last_sync": None, "last_success_at": None, "state_error": "no state database in this process"}
 
 
-async def status_text(settings: Settings, store: Store, db: StateDB | None) -> str:
+async def status_text(settings: Settings, store: Store, db: StateDB) -> str:
     """What `/docs status` shows (the same as `docsbot status`)."""
     try:
-        progress = read_progress(settings)
-        status = await (current_status(store, db, progress) if db is not None
-                        else asyncio.to_thread(read_status, store, NO_STATE, progress))
+        status = await current_status(store, db, read_progress(settings))
         return "*Docs index*\n```" + render_status(status) + "```"
     except Exception:
         log.exception("reading the index status failed")

@@ -98,10 +98,13 @@ def question_text(value: str) -> str:
 
 
 def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
-    """Index the docs folder, then serve Slack (when SLACK_BOT_TOKEN is set) or open the local console."""
+    """Index the docs folder, then serve Slack (when SLACK_BOT_TOKEN is set) or open the local console,
+    with the sync worker keeping that folder indexed."""
+    if args.docs:
+        settings = settings.model_copy(update={"docs_dir": args.docs})
     engine = Engine.from_settings(settings)
     wait_s = settings.sync_lease_ttl_s + settings.sync_lease_renew_s  # a console killed just before
-    print_index(index_folder(engine, Path(args.docs or settings.docs_dir), wait_s), False)
+    print_index(index_folder(engine, Path(settings.docs_dir), wait_s), False)
     return run_bot(settings, engine)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, String, Text, select
+from sqlalchemy import JSON, Boolean, Float, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from state.db import StateDB

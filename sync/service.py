@@ -116,7 +116,7 @@ def _sync_git(
     indexed = meta.get("commit")
     signature = index_signature(settings, embedder, "git")
     rebuild = meta.get("sync_signature") != signature
-    reason = _reconcile_reason(copy.path, root, meta, indexed, head, rebuild)
+    reason = _reconcile_reason(copy.path, git_root(settings), meta, indexed, head, rebuild)
     report = SyncReport(commit_before=indexed, commit_after=head)
     lease.check()
     _checkpoint(settings, "before-write")
@@ -139,7 +139,8 @@ def _sync_git(
     else:
         report.unchanged = store.counts()["documents"]
     _checkpoint(settings, "after-write")
-    _record_success(store, report, signature, root, started, commit=head, commit_date=copy.commit_date(head))
+    _record_success(store, report, signature, git_root(settings), started, commit=head,
+                    commit_date=copy.commit_date(head))
     return report
 
 
@@ -166,19 +167,27 @@ def _sync_folder(
     applied = reconcile(store, embedder, settings, root, folder_provenance(root), rebuild)
     _fill(report, "reconcile", applied, "local folder")
     _checkpoint(settings, "after-write")
-    _record_success(store, report, signature, root, started, commit=None, commit_date=None)
+    _record_success(store, report, signature, str(root), started, commit=None, commit_date=None)
     return report
 
 
+def git_root(settings: Settings) -> str:
+    """What a git sync records as the index's docs root: the docs folder within the repository,
+    not the working copy's path, which differs between the worker's and the standby's hosts.
+    Anything else there (a folder path written by `docsbot index`) means the rows may not match
+    the indexed commit, so the next sync reconciles."""
+    return "git:" + settings.repo_subdir.strip("/")
+
+
 def _reconcile_reason(
-    repo: Path, root: Path, meta: dict[str, Any], indexed: str | None, head: str, rebuild: bool
+    repo: Path, root: str, meta: dict[str, Any], indexed: str | None, head: str, rebuild: bool
 ) -> str:
     """Why the git diff from the indexed commit cannot be trusted, or "" when it can."""
     if not indexed:
         return "no indexed commit"
     if rebuild:
         return "index settings changed"
-    if meta.get("docs_root") != str(root.resolve()):
+    if meta.get("docs_root") != root:
         return "the index was last written from another folder"
     if not has_commit(repo, indexed):
         return f"indexed commit {indexed[:7]} is not in the repository (history rewritten?)"
@@ -213,13 +222,13 @@ def _checkpoint(settings: Settings, point: str) -> None:
 
 
 def _record_success(
-    store: Store, report: SyncReport, signature: dict[str, Any], root: Path, started: float,
+    store: Store, report: SyncReport, signature: dict[str, Any], root: str, started: float,
     commit: str | None, commit_date: str | None,
 ) -> None:
     """Written after the chunks, in one metadata write: the commit is only claimed once its
     changes are in the index."""
     report.seconds = time.perf_counter() - started
-    store.set_meta(commit=commit, commit_date=commit_date, sync_signature=signature, docs_root=str(root.resolve()))
+    store.set_meta(commit=commit, commit_date=commit_date, sync_signature=signature, docs_root=root)
 
 
 def _record_failure(lease: WriterLease, exc: Exception) -> None:

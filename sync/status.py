@@ -24,8 +24,13 @@ async def recorded_status(db: StateDB) -> dict[str, Any]:
         recorded["writer_since"] = iso(lease.acquired_at) if lease else None
         recorded["pending_requests"] = await SyncRequests(db).pending()
     except StateUnavailable as exc:
-        return {"last_sync": None, "last_success_at": None, "state_error": str(exc)}
+        return unavailable(str(exc))
     return recorded
+
+
+def unavailable(reason: str) -> dict[str, Any]:
+    """The state store's part of the status when it cannot be read."""
+    return {"last_sync": None, "last_success_at": None, "state_error": reason}
 
 
 def read_status(store: Store, recorded: dict[str, Any], progress: dict[str, int] | None = None) -> dict[str, Any]:
@@ -56,9 +61,13 @@ async def current_status(store: Store, db: StateDB, progress: dict[str, int] | N
 def load_status(settings: Settings) -> dict[str, Any]:
     """The whole status, from synchronous code (`docsbot status`)."""
     async def load() -> dict[str, Any]:
-        db = await open_state(settings)
+        store = Store(settings.data_dir)
         try:
-            return await current_status(Store(settings.data_dir), db, read_progress(settings))
+            db = await open_state(settings)
+        except StateUnavailable as exc:  # the index's part can still be shown
+            return await asyncio.to_thread(read_status, store, unavailable(str(exc)), read_progress(settings))
+        try:
+            return await current_status(store, db, read_progress(settings))
         finally:
             await db.close()
 

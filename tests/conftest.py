@@ -7,19 +7,17 @@ import os
 import shutil
 import socket
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
-from sqlalchemy.engine import make_url
 
 from sync.folder import index_folder
 from docsbot.settings import Settings
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
+from tests.scratch_db import scratch_database
 from tests.standins.openai_server import OpenAIStandIn
 
 REPO = Path(__file__).resolve().parent.parent
@@ -127,14 +125,8 @@ def postgres_url(postgres_server: str | None, tmp_path: Path) -> Iterator[str]:
     if postgres_server is None:
         yield f"sqlite:///{tmp_path / 'state-instead-of-postgres.db'}"
         return
-    admin = make_url(postgres_server)
-    name = f"docsbot_test_{uuid.uuid4().hex[:12]}"
-    conninfo = admin.set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield admin.set(database=name).render_as_string(hide_password=False)
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratch_database(postgres_server) as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

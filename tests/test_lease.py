@@ -124,3 +124,15 @@ async def test_a_holder_that_cannot_renew_stops_counting_itself_the_writer(tmp_p
     finally:
         await lease.release()
         await db.close()
+
+
+def test_status_shows_the_index_when_the_state_database_is_unreachable(
+    tmp_path: Path, sample_index: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from docsbot.cli import main
+
+    monkeypatch.setenv("DOCSBOT_DATA_DIR", str(sample_index))
+    monkeypatch.setenv("DOCSBOT_DATABASE_URL", "postgresql://bot:hunter2@127.0.0.1:9/state")
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "documents: 23" in out and "last sync: unknown (state database" in out and "hunter2" not in out

@@ -125,6 +125,28 @@ def test_edits_renames_deletes_binary_and_levels_converge(tmp_path: Path, embedd
     synced_equals_rebuild(settings, source, c6, tmp_path, embedder)
 
 
+def test_a_worker_with_another_working_copy_continues_incrementally_but_not_after_docsbot_index(
+    tmp_path: Path, embedder: LocalMiniLM
+) -> None:
+    """The standby that takes over runs on another host: its working copy is elsewhere, and the
+    diff from the indexed commit still applies. An index written by `docsbot index` does not."""
+    source = new_repo(tmp_path / "upstream")
+    settings = sync_settings(tmp_path, source, work_dir=str(tmp_path / "host-a"))
+    commit_files(source, FILES)
+    run_sync(settings, embedder)
+    c2 = commit_files(source, {"ops/oncall.md": ONCALL.replace("15 minutes", "5 minutes")})
+    standby = settings.model_copy(update={"work_dir": str(tmp_path / "host-b")})
+    report = run_sync(standby, embedder)
+    assert (report.mode, report.modified, report.commit_after) == ("incremental", 1, c2)
+
+    engine = Engine(settings, Store(settings.data_dir), embedder, ExtractiveAnswerer())
+    engine.index_folder(source / "handbook")  # someone indexed a folder into the same index
+    commit_files(source, {"ops/oncall.md": ONCALL})
+    report = run_sync(standby, embedder)
+    assert report.mode == "reconcile" and report.reason == "the index was last written from another folder"
+    synced_equals_rebuild(standby, source, report.commit_after, tmp_path, embedder)
+
+
 def test_rewritten_history_falls_back_to_reconcile(tmp_path: Path, embedder: LocalMiniLM) -> None:
     source = new_repo(tmp_path / "upstream")
     settings = sync_settings(tmp_path, source)
