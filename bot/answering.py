@@ -187,7 +187,7 @@ class Answerer:
             telemetry.answered(placeholder.surface, answer, ts)
             await self._log(q, answer, answer_id, asker, audience_level, ts)  # posted first, then recorded
         else:
-            telemetry.failed(placeholder.surface, "not_posted")
+            telemetry.failed(placeholder.surface, "error")
         return answer, answer_id
 
     async def _fail(self, placeholder: Placeholder, stream: StreamedReply, tell: Tell) -> None:

@@ -13,7 +13,7 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +73,8 @@ class SlackStandIn:
         self.responses: list[dict[str, Any]] = []  # payloads posted to response URLs
         self.failures: dict[str, list[Failure]] = {}
         self.scopes: list[str] = []  # sent as Slack's x-oauth-scopes header when set
-        self.on_call: Callable[[Call], None] | None = None  # a test looks at the world as each call lands
+        # A test looks at the world as each call lands, before the caller gets its response.
+        self.on_call: Callable[[Call], Awaitable[None]] | None = None
         self.delays: dict[str, float] = {}  # seconds a method takes to answer (a slow Slack)
         self.assistant_threads: dict[tuple[str, str], dict[str, Any]] = {}  # status, prompts, title
         self.home_tabs: dict[str, dict[str, Any]] = {}  # the Home tab published for each user
@@ -158,7 +159,7 @@ class SlackStandIn:
             result = {"ok": False, "error": "invalid_arguments", "detail": f"missing {exc}"}
         call.ok = result["ok"]
         if self.on_call is not None:
-            self.on_call(call)
+            await self.on_call(call)
         return web.json_response(result, headers={"x-oauth-scopes": ",".join(self.scopes)} if self.scopes else None)
 
     async def _respond(self, request: web.Request) -> web.Response:

@@ -169,19 +169,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def configure_observability(settings: Settings, command: str) -> None:
-    """Logging as configured (secrets masked), and traces when OTEL_EXPORTER_OTLP_ENDPOINT is set."""
+def configure_observability(settings: Settings, args: argparse.Namespace) -> None:
+    """Logging as configured (secrets masked), and traces when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    Without DOCSBOT_LOG_LEVEL a service logs at INFO, a one-shot command or the console at WARNING."""
     secrets = [settings.slack_bot_token, settings.slack_signing_secret, settings.slack_app_token,
-               settings.openai_api_key, settings.webhook_secret, settings.repo]
-    setup_logging(settings.log_level, settings.log_format, settings.log_questions, secrets)
-    setup_tracing("docsbot-sync" if command == "sync" else "docsbot")
+               settings.openai_api_key, settings.webhook_secret, settings.repo, settings.database_url]
+    service = (args.command == "serve" or (args.command == "sync" and getattr(args, "watch", False))
+               or (args.command == "run" and settings.slack_bot_token is not None))
+    setup_logging(settings.log_level or ("INFO" if service else "WARNING"), settings.log_format,
+                  settings.log_questions, secrets)
+    setup_tracing("docsbot-sync" if args.command == "sync" else "docsbot")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = load_settings()
-        configure_observability(settings, args.command)
+        configure_observability(settings, args)
         return args.handler(settings, args)
     except (UserError, StoreError, EmbeddingError, GitError, StateUnavailable, ValueError) as exc:
         print(f"docsbot: error: {exc}", file=sys.stderr)

@@ -283,9 +283,11 @@ class Settings(BaseSettings):
     answer_log_days: int = 90
 
     # -- Operating it: logs, metrics, restarts (docsbot/observability/, bot/serve.py) --------------
-    # Log lines as readable text (default) or one JSON object per line, at this level.
+    # Log lines as readable text (default) or one JSON object per line, at this level. Unset: INFO
+    # for the long-running `serve` and `sync --watch`, WARNING for the one-shot commands and the
+    # console, whose own output would drown in per-question lines.
     log_format: Literal["text", "json"] = "text"
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] | None = None
     # Put question and document text in log lines (off: only lengths, IDs and outcomes).
     log_questions: bool = False
     # Port of the sync worker's (`docsbot sync --watch`) /metrics; 0 turns it off. The bot serves

@@ -246,13 +246,13 @@ async def test_the_answer_is_posted_before_it_is_recorded(sample_engine: Engine)
     async with local_slack(sample_engine.settings, sample_engine) as local:
         log = local.bot.services.answer_log
 
-        def on_call(call: Any) -> None:
+        async def on_call(call: Any) -> None:
             if call.method == "chat.update" and call.ok:
-                recorded_when_posted.append(log.get(buttons(call.params)[0]["value"]) is not None)
+                recorded_when_posted.append(await log.get(buttons(call.params)[0]["value"]) is not None)
 
         local.standin.on_call = on_call
         await ask(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
         update = local.standin.calls_to("chat.update", ok_only=True)[0]
         assert recorded_when_posted == [False]
-        assert log.get(buttons(update)[0]["value"]).question == VPN  # recorded right after
+        assert (await log.get(buttons(update)[0]["value"])).question == VPN  # recorded right after

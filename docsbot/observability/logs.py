@@ -114,5 +114,5 @@ def setup_logging(level: str = "INFO", fmt: str = "text", log_questions: bool = 
     root.setLevel(level.upper())
     # Libraries stay at WARNING whatever our level: their INFO/DEBUG lines are per-request chatter.
     for name in ("slack_bolt", "slack_sdk", "aiohttp.access", "httpx", "httpx2", "httpcore", "openai", "apscheduler",
-                 "urllib3", "alembic", "watchfiles", "botocore", "moto"):
+                 "urllib3", "alembic", "watchfiles", "botocore", "moto", "aiosqlite", "sqlalchemy", "psycopg"):
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))

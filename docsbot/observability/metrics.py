@@ -141,6 +141,8 @@ def observe_sync(ok: bool, seconds: float, report: Any = None) -> None:
     """One sync run; `report` (a sync.report.SyncReport) gives the files and chunks changed."""
     SYNC_RUNS.labels("ok" if ok else "failed").inc()
     SYNC_SECONDS.observe(seconds)
+    if ok:  # the sync worker's own series; the outcome any process can read is in the state store
+        _index_times["sync"] = time.time()
     if report is not None:
         for change in _FILE_CHANGES:
             SYNC_FILES.labels(change).inc(getattr(report, change))
@@ -149,14 +151,13 @@ def observe_sync(ok: bool, seconds: float, report: Any = None) -> None:
 
 
 def observe_index(meta: dict[str, Any], chunks: int) -> None:
-    """The served index's size, commit date and last successful sync (from the store's meta)."""
+    """The served index's size and commit date (from the store's meta)."""
     INDEX_CHUNKS.set(chunks)
-    for key, value in (("commit", meta.get("commit_date")), ("sync", meta.get("last_success_at"))):
-        at = _timestamp(value)
-        if at is None:
-            _index_times.pop(key, None)
-        else:
-            _index_times[key] = at
+    at = _timestamp(meta.get("commit_date"))
+    if at is None:
+        _index_times.pop("commit", None)
+    else:
+        _index_times["commit"] = at
 
 
 def _timestamp(value: object) -> float | None:
