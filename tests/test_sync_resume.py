@@ -20,6 +20,7 @@ from tests.conftest import REPO, SHARED
 from tests.test_sync_support import new_repo, sync_settings
 
 AWSDOCS = SHARED / "eval" / "awsdocs-dev" / "docs"
+LEASE_TTL_S = 2.0
 FILES = 16  # ~130 chunks: a few saves to the vector cache before half-way, on a fast or a busy machine
 
 
@@ -37,7 +38,9 @@ def docs_repo(path: Path) -> Path:
 def sync_command(settings) -> tuple[list[str], dict[str, str]]:
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "PYTHONPATH": str(REPO),
            "DOCSBOT_DATA_DIR": settings.data_dir, "DOCSBOT_REPO": settings.repo.get_secret_value(),
-           "DOCSBOT_DEFAULT_LEVEL": "team"}
+           "DOCSBOT_DEFAULT_LEVEL": "team",
+           # The killed sync's writer lease expires after this (a real worker's standby waits as long).
+           "DOCSBOT_SYNC_LEASE_TTL_S": str(LEASE_TTL_S), "DOCSBOT_SYNC_LEASE_RENEW_S": "0.5"}
     return [sys.executable, "-m", "docsbot.cli", "sync", "--json"], env
 
 
@@ -66,6 +69,7 @@ def test_sync_killed_at_half_embeds_only_the_rest(tmp_path: Path) -> None:
     assert read_progress(settings) is None  # the writer is dead: no "syncing" line any more
     assert not Store(settings.data_dir).exists()  # nothing half-built is served
 
+    time.sleep(LEASE_TTL_S + 0.5)
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
