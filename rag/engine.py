@@ -1,26 +1,30 @@
 """The public face of `rag`: index a folder, and answer a question at a reader's level.
 
-question → embed → hybrid retrieval (access filter inside the search) → similarity floor → MMR →
-prompt (injection filter, budget) → generation → citation check → Answer.
+question (a follow-up made standalone) → embed → hybrid retrieval (access filter inside the
+search) → optional rerank → similarity floor → MMR → answerability gate → prompt (injection
+filter, budget) → generation → citation check → citations renumbered in the order shown → Answer.
 """
 from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from docsbot.settings import Settings
 from rag.answer import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics
-from rag.check import check_answer
+from rag import answerability
+from rag.check import check_answer, renumber
 from rag.documents import AccessRules, load_folder
 from rag.embeddings import Embedder, EmbeddingError, make_embedder
+from rag.followup import Rewriter, search_query
 from rag.generation import Generator, ProviderError, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
 from rag.levels import Level
 from rag.prompt import select_sources
+from rag.rerank import Reranker, make_reranker
 from rag.retrieval import Candidate, Mode, Retrieval, retrieve
 from rag.store import Store, StoreError
 
@@ -37,6 +41,16 @@ class Engine:
     store: Store
     embedder: Embedder
     generator: Generator
+    # Built from the settings when not given (the calibrated model is read once, at start).
+    answerability: answerability.Model | None = None
+    reranker: Reranker | None = field(default=None)
+    rewriter: Rewriter | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        self.answerability = self.answerability or answerability.load(self.settings.answerability_file)
+        self.reranker = self.reranker or make_reranker(self.settings)
+        if self.rewriter is None and self.settings.use_llm:
+            self.rewriter = Rewriter(self.settings)
 
     @classmethod
     def from_settings(cls, settings: Settings, generator: Generator | None = None) -> "Engine":
@@ -59,13 +73,21 @@ class Engine:
         """Retrieval only (used by ask and the eval): the retrieval, the query vector, timings."""
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        query_text = retrieval_text(question, history)
+        query_text = await self.search_query(question, history)
+        timings["followup_ms"] = _ms(started)
+        started = time.perf_counter()
         vector = (await asyncio.to_thread(self.embedder.embed, [query_text]))[0]  # CPU-bound
         timings["embed_ms"] = _ms(started)
         started = time.perf_counter()
-        result = await retrieve(self.store, vector, query_text, int(level), self.settings, mode)
+        result = await retrieve(self.store, vector, query_text, int(level), self.settings, mode, self.reranker)
+        result.query = query_text
         timings["retrieve_ms"] = _ms(started)
         return result, vector, timings
+
+    async def search_query(self, question: str, history: History = ()) -> str:
+        """What is searched for this question in its thread (see rag/followup.py)."""
+        query, _ = await search_query(question, history, self.rewriter)
+        return query
 
     async def _blocked(self, vector: np.ndarray, level: Level, mine: Retrieval) -> int:
         """How many of the best matches overall are above the reader's level, when they dominate:
@@ -100,10 +122,15 @@ class Engine:
         diag.passed_threshold = len(retrieval.passed)
         diag.best_similarity = round(retrieval.best_similarity, 4)
         diag.blocked = blocked
+        diag.rerank = retrieval.rerank
         if blocked and self.settings.access_hint:
             return _abstain(answer, "no_access", "better matches exist only above the reader's level", total)
         if not retrieval.passed:
             return _abstain(answer, "no_match", "nothing above the similarity threshold", total)
+        answerable, p = self.answerability.answerable(answerability.features(question, retrieval))
+        diag.answerability = round(p, 4)
+        if not answerable:
+            return _abstain(answer, "no_match", f"answerability {p:.2f} below the threshold", total)
         chosen = retrieval.selected
         sources, kept, dropped = select_sources(
             [(c.row["title"], c.row["section"], c.row["text"], c.similarity) for c in chosen], self.settings.context_budget_chars
@@ -125,16 +152,14 @@ class Engine:
         checked = check_answer(raw, len(sources))
         if checked.abstain_reason:
             return _abstain(answer, checked.abstain_reason, raw[:200], total)
-        answer.answer, answer.answered = checked.text, True
-        answer.citations = [_citation(n, chosen[n - 1]) for n in checked.cited]
+        # Citations read [1], [2], ... in the order they appear; the sources are listed that way too.
+        text, order = renumber(checked.text, checked.cited, len(sources))
+        chosen = [chosen[i] for i in order]
+        answer.retrieved = [_retrieved(c) for c in chosen]
+        answer.answer, answer.answered = text, True
+        answer.citations = [_citation(n, chosen[n - 1]) for n in range(1, len(checked.cited) + 1)]
         diag.timings_ms["total_ms"] = _ms(total)
         return answer
-
-
-def retrieval_text(question: str, history: History) -> str:
-    """A follow-up is searched together with the asker's previous message in the thread."""
-    previous = [text for speaker, text in history if speaker == "user"]
-    return f"{previous[-1]}\n{question}" if previous else question
 
 
 def _ms(started: float) -> float:

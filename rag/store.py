@@ -317,7 +317,7 @@ class Store:
             table.query()
             .nearest_to_text(words, columns="search_text")
             .where(f"access_rank <= {int(max_rank)}")
-            .select(SEARCH_COLUMNS)
+            .select([*SEARCH_COLUMNS, "search_text"])  # the list's term coverage (rag/retrieval.py)
             .limit(limit)
         )
         return _hits(await search.to_arrow(), "_score", float)

@@ -1,0 +1,150 @@
+"""`python -m eval sweep`: try a grid of retrieval settings on several sets at once and rank the
+grid points by the sets' macro average, so no default is tuned to one corpus.
+
+Each question is embedded and searched once (both lists, `--depth` deep); every grid point then
+replays the ranking (rag.retrieval.rank) over those cached hits, so a grid of hundreds of points
+costs seconds. The grid tried is printed with each point's per-set and macro hit rate@k and MRR.
+Chunk size is not in the grid (it needs a reindex per value): sweep it by running this command
+on indexes built with each `DOCSBOT_CHUNK_SIZE` (the vector cache re-embeds only new text).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from docsbot.errors import UserError
+from docsbot.settings import Settings
+from eval import metrics
+from eval.golden import GoldenCase, GoldenError, load_golden
+from eval.runner import add_set_options
+from eval.sets import choose, open_engine, prepare
+from rag.embeddings import EmbeddingError, make_embedder
+from rag.engine import Engine
+from rag.retrieval import Mode, rank, search_lists
+from rag.store import Hit, StoreError
+
+# The grid: every combination is tried. Values around today's defaults, wide enough that a best
+# point on the edge of the grid shows (then widen it).
+GRID: dict[str, list[Any]] = {
+    "rrf_k": [10, 30, 60],
+    "bm25_weight": [0.75, 1.0, 1.5],
+    "fusion_coverage_power": [0.0, 1.0, 2.0, 4.0],
+    "max_chunks_per_doc": [0, 1, 2],
+    "mmr_lambda": [0.6, 0.75, 0.9, 1.0],
+    "min_similarity": [0.15, 0.25, 0.32],
+}
+
+
+@dataclass
+class Query:
+    case: GoldenCase
+    text: str
+    vector: np.ndarray
+    dense: list[Hit]
+    text_hits: list[Hit]
+
+
+async def collect(engine: Engine, cases: Sequence[GoldenCase], depth: int) -> list[Query]:
+    """Both lists of every answerable question, `depth` deep, at the question's level."""
+    queries = []
+    for case in cases:
+        if not case.answerable:
+            continue
+        text = await engine.search_query(case.question, list(case.history))
+        vector = (await asyncio.to_thread(engine.embedder.embed, [text]))[0]
+        dense, hits = await search_lists(engine.store, vector, text, int(case.level), depth)
+        queries.append(Query(case, text, vector, dense, hits))
+    return queries
+
+
+def score(queries: list[Query], settings: Settings, mode: Mode = "hybrid") -> dict[str, float]:
+    ranks = []
+    for q in queries:
+        c = settings.candidates
+        selected = rank(q.dense[:c], q.text_hits[:c], q.vector, q.text, settings, mode).selected
+        ranks.append(metrics.first_gold_rank(metrics.doc_ranking(c.row["doc_path"] for c in selected), q.case.gold_doc_ids))
+    return {"hit_rate": metrics.hit_rate(ranks) or 0.0, "mrr": metrics.mrr(ranks) or 0.0}
+
+
+def points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+
+
+def sweep(sets: dict[str, list[Query]], base: Settings, grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every grid point's per-set and macro figures, best macro (hit rate + MRR) first."""
+    results = []
+    for point in points(grid):
+        settings = base.model_copy(update=point)
+        per_set = {name: score(queries, settings) for name, queries in sets.items()}
+        macro = {m: float(np.mean([r[m] for r in per_set.values()])) for m in ("hit_rate", "mrr")}
+        results.append({"point": point, "sets": per_set, "macro": macro})
+    results.sort(key=lambda r: -(r["macro"]["hit_rate"] + r["macro"]["mrr"]))
+    return results
+
+
+def baselines(sets: dict[str, list[Query]], base: Settings) -> dict[str, dict[str, dict[str, float]]]:
+    return {mode: {name: score(q, base, mode) for name, q in sets.items()} for mode in ("dense", "bm25")}
+
+
+def render(results: list[dict[str, Any]], base_lines: dict[str, Any], grid: dict[str, list[Any]], top: int) -> str:
+    names = list(results[0]["sets"])
+    lines = ["grid: " + "; ".join(f"{k} {v}" for k, v in grid.items()) + f" ({len(results)} points)",
+             f"{'rank':<5}{'point':<70}" + "".join(f"{n[:14]:>15}" for n in [*names, "macro"]) + "   (hit@k / MRR)"]
+    for mode, per_set in base_lines.items():
+        cells = [per_set[n] for n in names]
+        cells.append({m: float(np.mean([c[m] for c in cells])) for m in ("hit_rate", "mrr")})
+        lines.append(f"{'-':<5}{mode + ' only':<70}" + "".join(f"{c['hit_rate']:>7.3f}/{c['mrr']:.3f}" for c in cells))
+    for i, r in enumerate(results[:top], 1):
+        point = ", ".join(f"{k}={v}" for k, v in r["point"].items())
+        cells = [r["sets"][n] for n in names] + [r["macro"]]
+        lines.append(f"{i:<5}{point:<70}" + "".join(f"{c['hit_rate']:>7.3f}/{c['mrr']:.3f}" for c in cells))
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m eval sweep", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_set_options(parser)
+    parser.add_argument("--grid", type=json.loads, help='JSON object replacing grid axes, e.g. {"rrf_k": [10, 60]}')
+    parser.add_argument("--depth", type=int, default=64, help="hits fetched per list (≥ the largest candidates)")
+    parser.add_argument("--top", type=int, default=15, help="grid points printed")
+    parser.add_argument("--json", action="store_true")
+    return parser
+
+
+def gather(args: argparse.Namespace, base: Settings) -> dict[str, list[Query]]:
+    embedder = make_embedder(base)
+    chosen = choose(args.docs, args.golden, args.suite)
+    found = {}
+    for eval_set in chosen:
+        engine = open_engine(eval_set, base, len(chosen) > 1, embedder)
+        cases = load_golden(list(eval_set.golden))
+        prepare(engine, eval_set, cases, sys.stderr)
+        found[eval_set.name] = asyncio.run(collect(engine, cases, args.depth))
+    return found
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv[1:])
+    base = Settings()
+    grid = GRID | (args.grid or {})
+    try:
+        sets = gather(args, base.model_copy(update={"candidates": args.depth}))
+    except (UserError, GoldenError, StoreError, EmbeddingError, ValueError) as exc:
+        print(f"eval: error: {exc}", file=sys.stderr)
+        return 2
+    results = sweep(sets, base, grid)
+    base_lines = baselines(sets, base)
+    if args.json:
+        print(json.dumps({"grid": grid, "baselines": base_lines, "results": results}, indent=2))
+    else:
+        print(render(results, base_lines, grid, args.top))
+    return 0
