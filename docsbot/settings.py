@@ -85,6 +85,8 @@ class Settings(BaseSettings):
     rerank_top_n: int = 16
     no_access_margin: float = 0.05
     context_budget_chars: int = 6000
+    # Fill the rest of the context budget with the best document's other chunks (rag/engine.py).
+    expand_top_doc: bool = True
     # Say "the docs that cover this are above your level" (True) or just "I don't know" (False).
     access_hint: bool = True
     # Build an ANN index once the table has this many rows, and use it for a search whose access

@@ -230,31 +230,34 @@ class ExtractiveAnswerer:
 
     name = "extractive"
 
-    def __init__(self, max_passages: int = 3, max_chars: int = 700, kind_bonus: float = 0.6) -> None:
+    def __init__(self, max_passages: int = 3, max_chars: int = 700, kind_bonus: float = 1.0) -> None:
         self.max_passages = max_passages
         self.max_chars = max_chars
         self.kind_bonus = kind_bonus
 
     async def generate(self, question: str, sources: list[Source], history: list[tuple[str, str]]) -> str:
-        query = heuristic_query(question, history)
-        asked = set(content_terms(query))
+        asked = set(content_terms(heuristic_query(question, history)))
         kind = question_kind(question)
         passages = []
         for s in sources:
+            outer, _, own = s.section.rpartition(" › ")
+            title_terms = matched_terms(asked, set(content_terms(s.title)))  # the page is about them
             for heading, passage in headed_passages(s.text):
-                words, heading_words = set(content_terms(passage)), set(content_terms(f"{s.section} {heading}"))
-                passages.append((s, heading, passage, matched_terms(asked, words), matched_terms(asked, heading_words)))
-        df = Counter(t for *_, overlap, _ in passages for t in overlap)
+                own_heading = heading or own  # the passage's own heading counts in full
+                if heading:
+                    outer = f"{outer} {own}"
+                passages.append((s, f"{outer} {own_heading}", passage, matched_terms(asked, set(content_terms(passage))) | title_terms,
+                                 matched_terms(asked, set(content_terms(own_heading))),
+                                 matched_terms(asked, set(content_terms(outer)))))
+        df = Counter(t for p in passages for t in p[3] | p[4])
         idf = {t: math.log(1 + len(passages) / df[t]) for t in df}
-        title_terms = {s.n: matched_terms(asked, set(content_terms(s.title))) for s in sources}
         scored: list[tuple[float, int, int, str]] = []
-        for order, (s, heading, passage, overlap, in_heading) in enumerate(passages):
-            if not overlap and not in_heading:
+        for order, (s, headings, passage, overlap, own_terms, outer_terms) in enumerate(passages):
+            if not overlap and not own_terms and not outer_terms:
                 continue
-            relevance = sum(idf[t] for t in overlap) + 0.5 * sum(idf.get(t, 1.0) for t in in_heading - overlap)
-            relevance += 0.3 * len(title_terms[s.n]) + 0.5 / s.n
-            bonus = self.kind_bonus if fits_kind(kind, heading, s.section, passage) else 0.0
-            bonus += 0.5 * number_fit(question, passage)
+            relevance = sum(idf[t] for t in overlap | own_terms) + 0.5 * sum(idf.get(t, 1.0) for t in outer_terms - overlap - own_terms)
+            relevance += 0.5 / s.n
+            bonus = self.kind_bonus * fits_kind(kind, headings, passage) + 0.5 * number_fit(question, passage)
             scored.append((relevance * (1 + bonus), order, s.n, passage))
         if not scored:
             return DECLINE_MARKER

@@ -25,7 +25,7 @@ _PERSON = re.compile(r"\b(?:manager|head|lead|owner|on-call|engineer|director|te
                      r"secondary|deciders?|[A-Z][a-z]+ [A-Z][a-z]+)\b")
 _REASON = re.compile(r"\bbecause\b|\bso that\b|\bin order to\b|\bto avoid\b|\bcaus|\bdue to\b|\bneeded\b|"
                      r"\bwe need\b|\breasons?\b|\bso we\b|\bwhich means\b|\binstead of\b", re.I)
-_REASON_SECTIONS = re.compile(r"\b(?:context|decision|rationale|why|motivation|background|problem)\b", re.I)
+_REASON_SECTIONS = re.compile(r"\b(?:context|rationale|why|motivation|background|problem statement)\b", re.I)
 _WHEN = re.compile(r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|"
                    r"may|june|july|august|september|october|november|december|\d{1,2}:\d{2}|daily|weekly|monthly|"
                    r"quarterly|annually|every)\b", re.I)
@@ -36,19 +36,17 @@ def question_kind(question: str) -> str | None:
     return next((kind for kind, pattern in _KINDS if pattern.search(question)), None)
 
 
-def fits_kind(kind: str | None, heading: str, section: str, passage: str) -> bool:
-    """Whether a passage holds the kind of answer asked for."""
-    if kind == "duration":
-        return bool(_DURATION.search(passage))
-    if kind == "person":
-        return bool(_PERSON.search(passage))
-    if kind == "reason":
-        return bool(_REASON.search(passage) or _REASON_SECTIONS.search(f"{section} {heading}"))
+def fits_kind(kind: str | None, headings: str, passage: str) -> float:
+    """How clearly a passage holds the kind of answer asked for, 0 to 1 (for "how do I", a
+    passage under a "Step" heading that is not itself a command or numbered step: 0.5)."""
+    code = passage.startswith(("```", "~~~")) or "\n```" in passage
     if kind == "steps":
-        return passage.startswith(("```", "~~~")) or bool(re.match(r"^\d+[.)]\s", passage)) or "\n```" in passage \
-            or bool(re.search(r"\bstep\b", f"{section} {heading}", re.I))
-    if kind == "when":
-        return bool(_WHEN.search(passage))
-    if kind == "amount":
-        return bool(re.search(r"\d", passage))
-    return False
+        if code or re.match(r"^\d+[.)]\s", passage):
+            return 1.0
+        return 0.5 if re.search(r"\bsteps?\b", headings, re.I) else 0.0
+    if code:  # a code block answers "how", not who, why, when or how long
+        return 0.0
+    if kind == "reason":
+        return 1.0 if _REASON.search(passage) or _REASON_SECTIONS.search(headings) else 0.0
+    pattern = {"duration": _DURATION, "person": _PERSON, "when": _WHEN, "amount": re.compile(r"\d")}.get(kind or "")
+    return 1.0 if pattern is not None and pattern.search(passage) else 0.0
