@@ -9,7 +9,8 @@ do: they grow with document length and vocabulary, so only their ratio is used):
   selected chunks contain;
 - `absent`: share of them that no full-text hit contains at all (a word the docs never use: the
   question is about something else);
-- `text_gap`: 1 − second / best BM25 score (the full-text list found one clear match).
+- `text_gap`: 1 − second / best BM25 score (the full-text list found one clear match; 1 for a
+  lone hit, 0 for none).
 Others were tried (term coverage of the best full-text hit, the best single chunk's coverage, the
 agreement of both lists, whether the chunks hold the kind of answer asked for): the fit gave them
 little weight on the dev sets, so they were left out.
@@ -47,7 +48,7 @@ def features(question: str, retrieval: Retrieval) -> dict[str, float]:
         "dense_gap": dense[0].score - dense[min(7, len(dense) - 1)].score if dense else 0.0,
         "coverage": coverage(asked, chunks) if retrieval.selected else 0.0,
         "absent": len(asked - matched_terms(asked, seen)) / len(asked) if asked else 0.0,
-        "text_gap": 1 - text[1].score / text[0].score if len(text) > 1 and text[0].score > 0 else 0.0,
+        "text_gap": (1 - text[1].score / text[0].score if len(text) > 1 else 1.0) if text and text[0].score > 0 else 0.0,
     }
 
 
