@@ -117,7 +117,8 @@ def main(argv: list[str]) -> int:
         classes = 2 if n_pos and n_neg else 1
         weights += [1 / (classes * (n_pos if label else n_neg)) for label in labels]
     w = np.array(weights) * len(y) / len(data)
-    means, scales = x.mean(axis=0), x.std(axis=0) + 1e-9
+    means, std = x.mean(axis=0), x.std(axis=0)
+    scales = np.where(std < 1e-4, 1.0, std)  # a feature constant on these sets carries no signal
     coef, bias = fit((x - means) / scales, y, w)
     model = answerability.Model(dict(zip(names, coef.round(4).tolist())), dict(zip(names, means.round(4).tolist())),
                                 dict(zip(names, scales.round(4).tolist())), round(float(bias), 4), 0.0)

@@ -36,10 +36,11 @@ from rag.store import Hit, StoreError
 GRID: dict[str, list[Any]] = {
     "rrf_k": [10, 30, 60],
     "bm25_weight": [0.75, 1.0, 1.5],
-    "fusion_coverage_power": [0.0, 1.0, 2.0, 4.0],
-    "max_chunks_per_doc": [0, 1, 2],
-    "mmr_lambda": [0.6, 0.75, 0.9, 1.0],
-    "min_similarity": [0.15, 0.25, 0.32],
+    "fusion_coverage_power": [0.0, 1.0, 2.0],
+    "doc_fusion": [0.0, 0.5, 1.0],
+    "max_chunks_per_doc": [1, 2],
+    "mmr_lambda": [0.75, 1.0],
+    "min_similarity": [0.2, 0.32],
 }
 
 
