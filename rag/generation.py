@@ -236,8 +236,10 @@ class ExtractiveAnswerer:
         self.kind_bonus = kind_bonus
 
     async def generate(self, question: str, sources: list[Source], history: list[tuple[str, str]]) -> str:
-        asked = set(content_terms(heuristic_query(question, history)))
         kind = question_kind(question)
+        asked = set(content_terms(heuristic_query(question, history)))
+        if kind == "reason":  # "why did we choose X": the choice is given, its reason is asked
+            asked.discard("decide")
         passages = []
         for s in sources:
             outer, _, own = s.section.rpartition(" › ")

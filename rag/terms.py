@@ -49,7 +49,10 @@ _SUFFIXES = ("ations", "ation", "ings", "ing", "ied", "ies", "ed", "es", "s")
 
 
 def stem(word: str) -> str:
-    """A synonym group's name, or the word without a common English ending."""
+    """A synonym group's name, or the word without a common English ending (and without the "un"
+    of a negated participle: "unacknowledged" is about acknowledging)."""
+    if len(word) >= 8 and word.startswith("un") and word.endswith(("ed", "able")):
+        word = word[2:]
     if word in SYNONYMS:
         return SYNONYMS[word]
     for suffix in _SUFFIXES:
