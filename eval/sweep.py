@@ -14,6 +14,7 @@ import asyncio
 import itertools
 import json
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -110,6 +111,36 @@ def render(results: list[dict[str, Any]], base_lines: dict[str, Any], grid: dict
     return "\n".join(lines)
 
 
+ANN_PROBES = (5, 10, 20, 40)
+ANN_K = 16
+
+
+def ann_recall(engine: Engine, queries: list[Query], samples: int = 200) -> dict[int, tuple[float, float]]:
+    """nprobes → (recall@16 of the ANN route against exact numpy search, p50 ms) on the set's
+    real embeddings: its questions plus `samples` of its own chunks as queries. Empty when the
+    index has no ANN index (fewer rows than DOCSBOT_ANN_MIN_ROWS)."""
+    store = engine.store
+    if not store.has_ann_index():
+        return {}
+    table = store.chunks().search().select(["chunk_id", "vector"]).limit(None).to_arrow()
+    ids = np.array(table["chunk_id"].to_pylist())
+    matrix = table["vector"].combine_chunks().flatten().to_numpy().reshape(len(ids), -1)
+    picked = np.random.default_rng(0).choice(len(ids), min(samples, len(ids)), replace=False)
+    vectors = [q.vector for q in queries] + [matrix[i] for i in picked]
+    exact = [set(ids[np.argsort(-(matrix @ v))[:ANN_K]]) for v in vectors]
+    found = {}
+    for probes in ANN_PROBES:
+        store.ANN_NPROBES = probes  # this store's routing only (a class default otherwise)
+        recalls, times = [], []
+        for vector, truth in zip(vectors, exact):
+            started = time.perf_counter()
+            hits = asyncio.run(store.dense(vector, 127, ANN_K))
+            times.append((time.perf_counter() - started) * 1000)
+            recalls.append(len(truth & {h.row["chunk_id"] for h in hits}) / ANN_K)
+        found[probes] = (float(np.mean(recalls)), float(np.median(times)))
+    return found
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m eval sweep", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -117,20 +148,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--grid", type=json.loads, help='JSON object replacing grid axes, e.g. {"rrf_k": [10, 60]}')
     parser.add_argument("--depth", type=int, default=64, help="hits fetched per list (≥ the largest candidates)")
     parser.add_argument("--top", type=int, default=15, help="grid points printed")
+    parser.add_argument("--ann", action="store_true",
+                        help="also measure recall@16 of the ANN route against exact search per nprobes")
     parser.add_argument("--json", action="store_true")
     return parser
 
 
-def gather(args: argparse.Namespace, base: Settings) -> dict[str, list[Query]]:
+def gather(args: argparse.Namespace, base: Settings) -> tuple[dict[str, list[Query]], dict[str, Any]]:
+    """Each set's cached queries, and with --ann its ANN recall per nprobes."""
     embedder = make_embedder(base)
     chosen = choose(args.docs, args.golden, args.suite)
-    found = {}
+    found, ann = {}, {}
     for eval_set in chosen:
         engine = open_engine(eval_set, base, len(chosen) > 1, embedder)
         cases = load_golden(list(eval_set.golden))
         prepare(engine, eval_set, cases, sys.stderr)
         found[eval_set.name] = asyncio.run(collect(engine, cases, args.depth))
-    return found
+        if args.ann:
+            ann[eval_set.name] = ann_recall(engine, found[eval_set.name])
+    return found, ann
 
 
 def main(argv: list[str]) -> int:
@@ -138,14 +174,17 @@ def main(argv: list[str]) -> int:
     base = Settings()
     grid = GRID | (args.grid or {})
     try:
-        sets = gather(args, base.model_copy(update={"candidates": args.depth}))
+        sets, ann = gather(args, base.model_copy(update={"candidates": args.depth}))
     except (UserError, GoldenError, StoreError, EmbeddingError, ValueError) as exc:
         print(f"eval: error: {exc}", file=sys.stderr)
         return 2
     results = sweep(sets, base, grid)
     base_lines = baselines(sets, base)
     if args.json:
-        print(json.dumps({"grid": grid, "baselines": base_lines, "results": results}, indent=2))
-    else:
-        print(render(results, base_lines, grid, args.top))
+        print(json.dumps({"grid": grid, "baselines": base_lines, "results": results, "ann": ann}, indent=2))
+        return 0
+    print(render(results, base_lines, grid, args.top))
+    for name, figures in ann.items():
+        print(f"{name}: ANN recall@{ANN_K} against exact search (p50 ms): " + (", ".join(
+            f"nprobes {n}: {r:.3f} ({ms:.1f})" for n, (r, ms) in figures.items()) or "no ANN index (a flat scan is exact)"))
     return 0
