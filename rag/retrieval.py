@@ -11,6 +11,7 @@ matches a single common word is not.
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -56,9 +57,13 @@ class Retrieval:
 
 def text_coverage(text: list[Hit], query_text: str) -> float:
     """Share of the question's content words found in the best full-text hit (0 without hits)."""
-    if not text:
-        return 0.0
-    return coverage(question_terms(query_text), text[0].row.get("search_text", ""))
+    return _coverage(query_text, text[0].row.get("search_text", "")) if text else 0.0
+
+
+@functools.lru_cache(maxsize=1024)
+def _coverage(query_text: str, hit_text: str) -> float:
+    """Cached: `eval sweep` replays the same query against hundreds of settings."""
+    return coverage(question_terms(query_text), hit_text)
 
 
 def list_weights(text: list[Hit], query_text: str, settings: Settings, mode: Mode) -> tuple[float, float]:
