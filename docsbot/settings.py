@@ -63,13 +63,14 @@ class Settings(BaseSettings):
     dense_weight: float = 1.0
     bm25_weight: float = 1.5
     mmr_lambda: float = 0.75
-    # -- Retrieval adaptation (rag/retrieval.py; defaults chosen by `python -m eval sweep`) --------
+    # -- Retrieval adaptation (rag/retrieval.py; defaults chosen by `python -m eval sweep` on the
+    # macro average of the three dev sets, which preferred fixed weights and chunk-level fusion).
     # The full-text list's fusion weight is scaled by its top hit's term coverage to this power
     # (0 = fixed weights); a chunk's fused score mixes in this share of its document's (fused at
     # the document level); the final k takes at most this many chunks of one document (0 = any).
-    fusion_coverage_power: float = 1.0
-    doc_fusion: float = 0.5
-    max_chunks_per_doc: int = 2
+    fusion_coverage_power: float = 0.0
+    doc_fusion: float = 0.0
+    max_chunks_per_doc: int = 1
     # Answerability: the parameter file written by `python -m eval calibrate` (empty: the one in
     # the package, rag/answerability.json). A question below its threshold gets "I don't know".
     answerability_file: str = ""
