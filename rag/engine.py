@@ -104,16 +104,19 @@ class Engine:
         clearly_better = hits[0].score >= mine.best_similarity + s.no_access_margin
         return len(above) if clearly_better or 2 * len(above) > len(hits) else 0
 
-    async def _rest_of_top_doc(self, retrieval: Retrieval, level: Level) -> list[Candidate]:
+    async def _rest_of_top_doc(self, retrieval: Retrieval, query: np.ndarray, level: Level) -> list[Candidate]:
         """The best document's other chunks, in order, to follow the selected ones within the
         context budget: the answer to "why" or "how" is often another section of the page that
         matched (an ADR's Context, the next step)."""
         if not self.settings.expand_top_doc or not retrieval.selected:
             return []
-        top = retrieval.selected[0]
         have = {c.chunk_id for c in retrieval.selected}
-        rows = await self.store.doc_rows(top.row["doc_path"], int(level))
-        return [Candidate(row, top.vector, 0.0, 0.0) for row in rows if row["chunk_id"] not in have]
+        rest = []
+        for row in await self.store.doc_rows(retrieval.selected[0].row["doc_path"], int(level)):
+            vector = np.asarray(row.pop("vector"), dtype=np.float32)
+            if row["chunk_id"] not in have:
+                rest.append(Candidate(row, vector, float(vector @ query), 0.0))
+        return rest
 
     async def ask(self, question: str, level: Level, history: History = ()) -> Answer:
         """Answer at `level`. Never raises for a bad index or provider: those become abstentions."""
@@ -142,7 +145,7 @@ class Engine:
         diag.answerability = round(p, 4)
         if not answerable:
             return _abstain(answer, "no_match", f"answerability {p:.2f} below the threshold", total)
-        chosen = retrieval.selected + await self._rest_of_top_doc(retrieval, level)
+        chosen = retrieval.selected + await self._rest_of_top_doc(retrieval, vector, level)
         sources, kept, dropped = select_sources(
             [(c.row["title"], c.row["section"], c.row["text"], c.similarity) for c in chosen], self.settings.context_budget_chars
         )

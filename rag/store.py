@@ -331,10 +331,10 @@ class Store:
         return {row["chunk_id"]: row for row in (await query.limit(len(chunk_ids)).to_arrow()).to_pylist()}
 
     async def doc_rows(self, doc_path: str, max_rank: int) -> list[dict[str, Any]]:
-        """Whole rows (without vectors) of one document's chunks at `max_rank` or below, in order."""
+        """Whole rows (with their vectors) of one document's chunks at `max_rank` or below, in order."""
         table = await self._searchable()
         where = f"doc_path = {sql_list([doc_path])} AND access_rank <= {int(max_rank)}"
-        rows = (await table.query().where(where).select(ROW_COLUMNS).to_arrow()).to_pylist()
+        rows = (await table.query().where(where).select([*ROW_COLUMNS, "vector"]).to_arrow()).to_pylist()
         return sorted(rows, key=lambda row: row["ordinal"])
 
     def doc_hashes(self) -> dict[str, str]:

@@ -131,7 +131,7 @@ DOCS = {
     "vault.md": ("restricted", "Vault", "The vault master password is rotated every 90 days with vaultctl rotate."),
 }
 CASES = [
-    {"id": "pets", "question": "are dogs allowed in the office?", "gold_doc_ids": ["pets.md"],
+    {"id": "pets", "question": "are dogs welcome in the office?", "gold_doc_ids": ["pets.md"],
      "answerable": True, "level": "public", "gold_answer": "Dogs are welcome on Fridays."},
     {"id": "salary", "question": "which day of the month are salaries paid?", "gold_doc_ids": ["payroll.md"],
      "answerable": True, "level": "team"},
