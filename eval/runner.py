@@ -35,8 +35,8 @@ from sync.gitcmd import GitError
 COMPARED: tuple[Mode, ...] = ("dense", "bm25")
 STAGES = ("embed", "retrieve", "generate", "total")
 TUNED_SETTINGS = (
-    "top_k", "candidates", "min_similarity", "rrf_k", "dense_weight", "bm25_weight", "mmr_lambda",
-    "no_access_margin", "chunk_size", "chunk_overlap",
+    "top_k", "candidates", "min_similarity", "rrf_k", "dense_weight", "bm25_weight", "fusion_coverage_power",
+    "doc_fusion", "max_chunks_per_doc", "mmr_lambda", "no_access_margin", "chunk_size", "chunk_overlap",
 )
 NDCG_K = 10
 # "The docs don't cover it" is no_match whether retrieval found nothing or the generator declined
