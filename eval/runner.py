@@ -4,7 +4,9 @@ Retrieval metrics (hit rate@k, MRR, recall@k, nDCG@10) are measured on `Engine.s
 answerable cases, at each case's level: the k chunks it selects, reduced to their documents in
 order. Answer metrics (abstention, answered rate, citations, leaks, answer F1, latency) are
 measured on `Engine.ask`. `--compare` adds the retrieval metrics of dense-only and BM25-only
-search (answers are always produced by the configured hybrid retrieval).
+search (answers are always produced by the configured hybrid retrieval). Several sets (repeated
+--docs/--golden pairs or --suite, see eval/sets.py) are reported side by side with their macro
+average, each on its own index.
 
 Exit status: 0 when every threshold is met, 1 when one is missed, 2 for unusable input.
 """
