@@ -122,8 +122,31 @@ class Settings(BaseSettings):
     dense_weight: float = 1.0
     bm25_weight: float = 1.5
     mmr_lambda: float = 0.75
+    # -- Retrieval adaptation (rag/retrieval.py; defaults chosen by `python -m eval sweep` on the
+    # macro average of the three dev sets, which preferred fixed weights and chunk-level fusion).
+    # The full-text list's fusion weight is scaled by its top hit's term coverage to this power
+    # (0 = fixed weights); a chunk's fused score mixes in this share of its document's (fused at
+    # the document level); the final k takes at most this many chunks of one document (0 = any).
+    fusion_coverage_power: float = 0.0
+    doc_fusion: float = 0.0
+    max_chunks_per_doc: int = 1
+    # Answerability: the parameter file written by `python -m eval calibrate` (empty: the one in
+    # the package, rag/answerability.json). A question below its threshold gets "I don't know".
+    answerability_file: str = ""
+    # Follow-ups: with an LLM endpoint, one call rewrites a follow-up into a standalone query;
+    # past this many seconds the heuristic is used instead.
+    followup_rewrite_timeout_s: float = 4.0
+    # Reranker: any `/rerank` endpoint (Cohere, Jina, TEI, vLLM) reorders the best fused
+    # candidates; on a failure or past the timeout the fused order is kept (counted).
+    rerank_url: str = ""
+    rerank_model: str = ""
+    rerank_api_key: SecretStr | None = None
+    rerank_timeout_s: float = 2.0
+    rerank_top_n: int = 16
     no_access_margin: float = 0.05
     context_budget_chars: int = 6000
+    # Fill the rest of the context budget with the best document's other chunks (rag/engine.py).
+    expand_top_doc: bool = True
     # Say "the docs that cover this are above your level" (True) or just "I don't know" (False).
     access_hint: bool = True
     # Build an ANN index once the table has this many rows, and use it for a search whose access

@@ -6,6 +6,8 @@ import sys
 
 COMMANDS = {
     "run": ("eval.runner", "golden-set evaluation (retrieval, abstention, citations, latency)"),
+    "sweep": ("eval.sweep", "try a grid of retrieval settings on several sets; rank by their macro average"),
+    "calibrate": ("eval.calibrate", "fit the answerability gate on several sets; write its parameter file"),
     "bench": ("eval.bench", "retrieval latency and recall against numpy brute force; ingest rate"),
     "bench-sync": ("eval.bench_sync", "incremental sync against a full rebuild"),
     "candidates": ("eval.feedback_cli", "thumbs-down answers grouped by likely cause"),

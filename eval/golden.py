@@ -5,6 +5,7 @@ A golden file is JSONL, one case per line:
    "level": "public"|"team"|"restricted" (default restricted: the case tests retrieval, not access),
    "history": [{"speaker": "user"|"agent", "text"}], "expect_reason": "no_match"|"no_access"|...,
    "gold_answer": reference answer text (scored by token F1),
+   "answer_contains": [texts the answer must contain, case-insensitive] (the right sentence was quoted),
    "feedback": {"answer_id", "docs": {path: {"commit", "chunk_hashes"}}, ...} (promoted 👎 answers,
    see eval/feedback_cli.py: such a case must pass, and changed docs are reported)}
 Unknown keys are ignored, so outside corpora can carry extra fields. An expected `no_match` is
@@ -43,6 +44,7 @@ class GoldenCase:
     history: tuple[tuple[str, str], ...] = ()
     expect_reason: str | None = None
     gold_answer: str | None = None
+    answer_contains: tuple[str, ...] = ()
     feedback: dict[str, Any] | None = None
 
 
@@ -143,6 +145,7 @@ def parse_case(line: str, where: str) -> GoldenCase:
         history=tuple((t["speaker"], t["text"]) for t in history),
         expect_reason=reason,
         gold_answer=field("gold_answer", str, required=False),
+        answer_contains=tuple(str(t) for t in field("answer_contains", list, required=False) or ()),
         feedback=field("feedback", dict, required=False),
     )
 

@@ -4,7 +4,9 @@ Retrieval metrics (hit rate@k, MRR, recall@k, nDCG@10) are measured on `Engine.s
 answerable cases, at each case's level: the k chunks it selects, reduced to their documents in
 order. Answer metrics (abstention, answered rate, citations, leaks, answer F1, latency) are
 measured on `Engine.ask`. `--compare` adds the retrieval metrics of dense-only and BM25-only
-search (answers are always produced by the configured hybrid retrieval).
+search (answers are always produced by the configured hybrid retrieval). Several sets (repeated
+--docs/--golden pairs or --suite, see eval/sets.py) are reported side by side with their macro
+average, each on its own index.
 
 Exit status: 0 when every threshold is met, 1 when one is missed, 2 for unusable input.
 """
@@ -19,13 +21,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from docsbot.errors import UserError
-from sync.folder import ensure_index
 from docsbot.settings import Settings
 from eval import metrics
 from eval.candidates import feedback_report
-from eval.golden import GoldenCase, GoldenError, default_golden_files, load_golden, load_thresholds, thresholds_path
+from eval.golden import GoldenCase, GoldenError, load_golden, load_thresholds, thresholds_path
+from eval.sets import EvalSet, choose, open_engine, prepare
 from rag.answer import Answer
-from rag.embeddings import EmbeddingError
+from rag.embeddings import EmbeddingError, make_embedder
 from rag.engine import Engine
 from rag.levels import Level
 from rag.retrieval import Mode, Retrieval
@@ -35,8 +37,8 @@ from sync.gitcmd import GitError
 COMPARED: tuple[Mode, ...] = ("dense", "bm25")
 STAGES = ("embed", "retrieve", "generate", "total")
 TUNED_SETTINGS = (
-    "top_k", "candidates", "min_similarity", "rrf_k", "dense_weight", "bm25_weight", "mmr_lambda",
-    "no_access_margin", "chunk_size", "chunk_overlap",
+    "top_k", "candidates", "min_similarity", "rrf_k", "dense_weight", "bm25_weight", "fusion_coverage_power",
+    "doc_fusion", "max_chunks_per_doc", "mmr_lambda", "no_access_margin", "chunk_size", "chunk_overlap",
 )
 NDCG_K = 10
 # "The docs don't cover it" is no_match whether retrieval found nothing or the generator declined
@@ -117,7 +119,7 @@ def citations_valid(case: GoldenCase, answer: Answer) -> bool:
 def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failures) -> dict[str, Any]:
     answers = asyncio.run(ask_all(engine, cases))
     timings: dict[str, list[float]] = {stage: [] for stage in STAGES}
-    valid, cites_gold, f1s = [], [], []
+    valid, cites_gold, f1s, right = [], [], [], []
     for case, answer in zip(cases, answers):
         for stage in STAGES:
             if (ms := answer.diagnostics.timings_ms.get(f"{stage}_ms")) is not None:
@@ -137,6 +139,10 @@ def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failure
             failures.add(case.id, "answered an unanswerable question")
         elif case.expect_reason and answer.abstain_reason not in SAME_REASON.get(case.expect_reason, {case.expect_reason}):
             failures.add(case.id, f"abstained with {answer.abstain_reason}, expected {case.expect_reason}")
+        if case.answer_contains:
+            right.append(answer.answered and all(t.lower() in answer.answer.lower() for t in case.answer_contains))
+            if not right[-1]:
+                failures.add(case.id, "the answer lacks: " + " / ".join(case.answer_contains))
         if case.gold_answer is not None:
             f1s.append(metrics.token_f1(answer.answer, case.gold_answer) if answer.answered else 0.0)
     answerable = [a.answered for c, a in zip(cases, answers) if c.answerable]
@@ -148,6 +154,7 @@ def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failure
         "citation_validity": metrics.mean(valid),
         "citation_gold_rate": metrics.mean(cites_gold),
         "answer_f1": metrics.mean(f1s),
+        "right_sentence_rate": metrics.mean(right),
         "latency_ms": latency(timings),
     }
 
@@ -190,6 +197,7 @@ ROWS = (
     ("citation_validity", "citation validity"),
     ("citation_gold_rate", "cites a gold doc"),
     ("answer_f1", "answer token F1"),
+    ("right_sentence_rate", "right sentence quoted"),
     ("leaks", "leaks"),
 )
 
@@ -222,12 +230,47 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def render_sets(reports: dict[str, dict[str, Any]], macro: dict[str, Any]) -> str:
+    """Several sets side by side, with their macro average (each set weighs the same)."""
+    columns = reports | {"macro": macro}
+    k = next(iter(reports.values()))["k"]
+    lines = [" · ".join(f"{name}: {r['cases']} cases ({r['answerable']} answerable)" for name, r in reports.items()),
+             f"{'metric':<22}" + "".join(f"{name[:14]:>15}" for name in columns)]
+    rows = list(ROWS) + [(f"{mode}:{key}", f"{mode} {label}") for mode in COMPARED for key, label in ROWS[:2]]
+    for key, label in rows:
+        cells = [_cell(_metric(col, key)) for col in columns.values()]
+        if any(c != "n/a" for c in cells):
+            lines.append(f"{label.format(k=k):<22}" + "".join(f"{c:>15}" for c in cells))
+    for name, report in reports.items():
+        missed = report["thresholds"]["missed"]
+        lines.append(f"{name}: {len(report['failures'])} failing cases; thresholds "
+                     + ("all met" if not missed else "MISSED: " + "; ".join(missed))
+                     + ("" if report["thresholds"]["file"] else " (no thresholds file)"))
+    return "\n".join(lines)
+
+
+def _metric(report: dict[str, Any], key: str) -> Any:
+    mode, _, name = key.rpartition(":")
+    return report.get("compare", {}).get(mode, {}).get(name) if mode else report.get(key)
+
+
+def macro_average(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean of each metric over the sets that measured it."""
+    keys = [key for key, _ in ROWS] + [f"{mode}:{key}" for mode in COMPARED for key, _ in ROWS[:2]]
+    macro: dict[str, Any] = {}
+    for key in keys:
+        values = [v for r in reports if isinstance(v := _metric(r, key), (int, float))]
+        if values:
+            mode, _, name = key.rpartition(":")
+            target = macro.setdefault("compare", {}).setdefault(mode, {}) if mode else macro
+            target[name] = sum(values) / len(values)
+    return macro
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m eval run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--docs", help="docs folder (default: $DOCSBOT_DOCS_DIR or docs-sync); indexed if needed")
-    parser.add_argument("--golden", action="append", type=Path,
-                        help="golden JSONL file, repeatable (default: eval/golden.jsonl and eval/golden*.jsonl)")
+    add_set_options(parser)
     parser.add_argument("--thresholds", type=Path,
                         help="thresholds JSON (default: <golden>.thresholds.json or thresholds.json beside it)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -235,35 +278,58 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run(args: argparse.Namespace, engine: Engine | None) -> int:
-    engine = engine or Engine.from_settings(Settings())
-    golden = args.golden or default_golden_files()
+def add_set_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--docs", action="append",
+                        help="docs folder, repeatable (default: $DOCSBOT_DOCS_DIR or docs-sync); indexed if needed")
+    parser.add_argument("--golden", action="append", type=Path,
+                        help="golden JSONL file, repeatable: the n-th goes with the n-th --docs "
+                             "(default: eval/golden.jsonl and eval/golden*.jsonl)")
+    parser.add_argument("--suite", type=Path, help="suite file naming several sets, e.g. eval/dev-suite.json (the three dev sets)")
+
+
+def engines(args: argparse.Namespace, engine: Engine | None) -> list[tuple[EvalSet, Engine]]:
+    """One engine per set, on its own index; an injected engine serves a single set."""
+    chosen = choose(args.docs, args.golden, args.suite)
+    if engine is not None and len(chosen) == 1:
+        return [(chosen[0], engine)]
+    base = engine.settings if engine else Settings()
+    embedder = engine.embedder if engine else make_embedder(base)
+    return [(s, open_engine(s, base, len(chosen) > 1, embedder)) for s in chosen]
+
+
+def run_set(engine: Engine, eval_set: EvalSet, args: argparse.Namespace) -> dict[str, Any]:
+    golden = list(eval_set.golden)
     cases = load_golden(golden)
     thresholds = load_thresholds(args.thresholds or thresholds_path(golden[0]))
-    root = Path(args.docs or engine.settings.docs_dir)
-    if not root.is_dir():
-        raise UserError(f"docs folder {root} does not exist")
-    missing = sorted({p for c in cases for p in c.gold_doc_ids if not (root / p).is_file()})
-    if missing:
-        raise UserError(f"gold doc ids not found under {root}: {', '.join(missing[:5])}"
-                        + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
-    stats = ensure_index(engine, root)
-    if stats is not None:
-        print(f"indexed {root}: {stats.documents} documents, {stats.chunks} chunks in {stats.seconds:.1f}s",
-              file=sys.stderr)
+    root = prepare(engine, eval_set, cases, sys.stderr)
     report = {"golden": [str(p) for p in golden], "docs": str(root)} | evaluate(engine, cases, args.compare)
     report["feedback"] = feedback_report(engine.store, cases, report["failure_reasons"])
     misses = thresholds.misses(report)
     if failing := report["feedback"]["failing"]:  # a promoted 👎 case is a regression test
         misses.append(f"{len(failing)} promoted feedback case(s) failing: {', '.join(failing)}")
     report["thresholds"] = {"file": str(thresholds.source) if thresholds.source else None, "missed": misses}
+    return report
+
+
+def run(args: argparse.Namespace, engine: Engine | None) -> int:
+    reports = {s.name: run_set(e, s, args) for s, e in engines(args, engine)}
+    missed = any(r["thresholds"]["missed"] for r in reports.values())
+    if len(reports) == 1:
+        report = next(iter(reports.values()))
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            print(render(report))
+            misses = report["thresholds"]["missed"]
+            print(f"thresholds ({report['thresholds']['file'] or 'no thresholds file'}): "
+                  + ("all met" if not misses else "MISSED: " + "; ".join(misses)))
+        return 1 if missed else 0
+    macro = macro_average(list(reports.values()))
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps({"sets": reports, "macro": macro}, indent=2))
     else:
-        print(render(report))
-        source = thresholds.source or "no thresholds file"
-        print(f"thresholds ({source}): " + ("all met" if not misses else "MISSED: " + "; ".join(misses)))
-    return 1 if misses else 0
+        print(render_sets(reports, macro))
+    return 1 if missed else 0
 
 
 def main(argv: list[str], engine: Engine | None = None) -> int:

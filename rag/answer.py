@@ -41,6 +41,8 @@ class Diagnostics:
     blocked: int = 0  # matches above the reader's level (never shown, only counted)
     injections_dropped: int = 0
     best_similarity: float = 0.0
+    answerability: float | None = None  # p(answerable) of the calibrated gate (rag/answerability.py)
+    rerank: str = ""  # "", "reranked", or "fallback: <why>" when the reranker failed
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 

@@ -36,3 +36,11 @@ def check_answer(text: str, n_sources: int) -> Checked:
     if not cited or any(n < 1 or n > n_sources for n in cited):
         return Checked(text, cited, "invalid_citations")
     return Checked(text, cited, None)
+
+
+def renumber(text: str, cited: list[int], n_sources: int) -> tuple[str, list[int]]:
+    """Citations renumbered 1..m in order of first appearance. Returns the new text and the
+    order of the sources (0-based old indexes: the cited ones first, then the others)."""
+    new = {old: i for i, old in enumerate(cited, 1)}
+    text = _CITATION.sub(lambda m: "[" + ", ".join(str(new[int(n)]) for n in m.group(1).split(",")) + "]", text)
+    return text, [n - 1 for n in cited] + [i for i in range(n_sources) if i + 1 not in new]

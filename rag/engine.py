@@ -1,13 +1,14 @@
 """The public face of `rag`: index a folder, and answer a question at a reader's level.
 
-question → embed → hybrid retrieval (access filter inside the search) → similarity floor → MMR →
-prompt (injection filter, budget) → generation → citation check → Answer.
+question (a follow-up made standalone) → embed → hybrid retrieval (access filter inside the
+search) → optional rerank → similarity floor → MMR → answerability gate → prompt (injection
+filter, budget) → generation → citation check → citations renumbered in the order shown → Answer.
 """
 from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -15,13 +16,16 @@ import numpy as np
 from docsbot.observability.tracing import span
 from docsbot.settings import Settings
 from rag.answer import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics
-from rag.check import check_answer
+from rag import answerability
+from rag.check import check_answer, renumber
 from rag.documents import AccessRules, load_folder
 from rag.embeddings import Embedder, EmbeddingError, make_embedder
+from rag.followup import Rewriter, search_query
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
 from rag.levels import Level
 from rag.prompt import select_sources
+from rag.rerank import Reranker, make_reranker
 from rag.retrieval import Candidate, Mode, Retrieval, retrieve
 from rag.store import Store, StoreError
 
@@ -38,6 +42,16 @@ class Engine:
     store: Store
     embedder: Embedder
     generator: Generator
+    # Built from the settings when not given (the calibrated model is read once, at start).
+    answerability: answerability.Model | None = None
+    reranker: Reranker | None = field(default=None)
+    rewriter: Rewriter | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        self.answerability = self.answerability or answerability.load(self.settings.answerability_file)
+        self.reranker = self.reranker or make_reranker(self.settings)
+        if self.rewriter is None and self.settings.use_llm:
+            self.rewriter = Rewriter(self.settings)
 
     @classmethod
     def from_settings(cls, settings: Settings, generator: Generator | None = None) -> "Engine":
@@ -61,14 +75,24 @@ class Engine:
         """Retrieval only (used by ask and the eval): the retrieval, the query vector, timings."""
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        query_text = retrieval_text(question, history)
+        query_text = await self.search_query(question, history)
+        timings["followup_ms"] = _ms(started)
+        started = time.perf_counter()
         with span("embed"):
             vector = (await asyncio.to_thread(self.embedder.embed, [query_text]))[0]  # CPU-bound
         timings["embed_ms"] = _ms(started)
         started = time.perf_counter()
-        result = await retrieve(self.store, vector, query_text, int(level), self.settings, mode)
+        result = await retrieve(self.store, vector, query_text, int(level), self.settings, mode, self.reranker)
+        result.query = query_text
         timings["retrieve_ms"] = _ms(started)
+        if result.rerank:
+            timings["rerank_ms"] = result.rerank_ms
         return result, vector, timings
+
+    async def search_query(self, question: str, history: History = ()) -> str:
+        """What is searched for this question in its thread (see rag/followup.py)."""
+        query, _ = await search_query(question, history, self.rewriter)
+        return query
 
     async def _blocked(self, vector: np.ndarray, level: Level, mine: Retrieval) -> int:
         """How many of the best matches overall are above the reader's level, when they dominate:
@@ -84,6 +108,20 @@ class Engine:
             return 0
         clearly_better = hits[0].score >= mine.best_similarity + s.no_access_margin
         return len(above) if clearly_better or 2 * len(above) > len(hits) else 0
+
+    async def _rest_of_top_doc(self, retrieval: Retrieval, query: np.ndarray, level: Level) -> list[Candidate]:
+        """The best document's other chunks, in order, to follow the selected ones within the
+        context budget: the answer to "why" or "how" is often another section of the page that
+        matched (an ADR's Context, the next step)."""
+        if not self.settings.expand_top_doc or not retrieval.selected:
+            return []
+        have = {c.chunk_id for c in retrieval.selected}
+        rest = []
+        for row in await self.store.doc_rows(retrieval.selected[0].row["doc_path"], int(level)):
+            vector = np.asarray(row.pop("vector"), dtype=np.float32)
+            if row["chunk_id"] not in have:
+                rest.append(Candidate(row, vector, float(vector @ query), 0.0))
+        return rest
 
     async def ask(self, question: str, level: Level, history: History = (), on_text: TextSink | None = None) -> Answer:
         """Answer at `level`. Never raises for a bad index or provider: those become abstentions.
@@ -106,11 +144,16 @@ class Engine:
         diag.passed_threshold = len(retrieval.passed)
         diag.best_similarity = round(retrieval.best_similarity, 4)
         diag.blocked = blocked
+        diag.rerank = retrieval.rerank
         if blocked and self.settings.access_hint:
             return _abstain(answer, "no_access", "better matches exist only above the reader's level", total)
         if not retrieval.passed:
             return _abstain(answer, "no_match", "nothing above the similarity threshold", total)
-        chosen = retrieval.selected
+        answerable, p = self.answerability.answerable(answerability.features(question, retrieval))
+        diag.answerability = round(p, 4)
+        if not answerable:
+            return _abstain(answer, "no_match", f"answerability {p:.2f} below the threshold", total)
+        chosen = retrieval.selected + await self._rest_of_top_doc(retrieval, vector, level)
         sources, kept, dropped = select_sources(
             [(c.row["title"], c.row["section"], c.row["text"], c.similarity) for c in chosen], self.settings.context_budget_chars
         )
@@ -132,16 +175,14 @@ class Engine:
         checked = check_answer(raw, len(sources))
         if checked.abstain_reason:
             return _abstain(answer, checked.abstain_reason, raw[:200], total)
-        answer.answer, answer.answered = checked.text, True
-        answer.citations = [_citation(n, chosen[n - 1]) for n in checked.cited]
+        # Citations read [1], [2], ... in the order they appear; the sources are listed that way too.
+        text, order = renumber(checked.text, checked.cited, len(sources))
+        chosen = [chosen[i] for i in order]
+        answer.retrieved = [_retrieved(c) for c in chosen]
+        answer.answer, answer.answered = text, True
+        answer.citations = [_citation(n, chosen[n - 1]) for n in range(1, len(checked.cited) + 1)]
         diag.timings_ms["total_ms"] = _ms(total)
         return answer
-
-
-def retrieval_text(question: str, history: History) -> str:
-    """A follow-up is searched together with the asker's previous message in the thread."""
-    previous = [text for speaker, text in history if speaker == "user"]
-    return f"{previous[-1]}\n{question}" if previous else question
 
 
 def _ms(started: float) -> float:

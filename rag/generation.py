@@ -1,8 +1,8 @@
 """Answer generation: any OpenAI-compatible chat endpoint, or the embedded extractive answerer.
 
-The extractive answerer needs no model and no key: it quotes the sentences of the selected
-sources that share the most (rare) words with the question, each with its citation. It cannot
-paraphrase, combine facts or reason; it declines when no sentence shares a content word.
+The extractive answerer needs no model and no key: it quotes the passages of the selected
+sources that best answer the question (see ExtractiveAnswerer), each with its citation. It cannot
+paraphrase, combine facts or reason.
 """
 from __future__ import annotations
 
@@ -20,7 +20,10 @@ import openai
 
 from docsbot.observability import metrics
 from docsbot.settings import Settings
+from rag.followup import heuristic_query
 from rag.prompt import DECLINE_MARKER, Source, build_messages
+from rag.kinds import fits_kind, question_kind
+from rag.terms import content_terms, matched_terms
 
 
 class ProviderError(RuntimeError):
@@ -160,72 +163,57 @@ def _describe(exc: BaseException) -> str:
     return f"HTTP {status}" if status else type(exc).__name__
 
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9_.-]*[a-z0-9]|[a-z0-9]")
-_STOP = frozenset(
-    """a about above after again all am an and any are as at be because been before being below between both
-    but by can could did do does doing down during each few for from further had has have having he her here
-    hers him his how i if in into is it its itself just me more most my no nor not of off on once only or
-    other our ours out over own same she should so some such than that the their theirs them then there these
-    they this those through to too under until up very was we were what when where which while who whom why
-    will with would you your yours us tell know need want please anyone someone get got make made use used
-    using way ok okay hi hey thanks thank docs doc documentation whats
-    long take takes usually often around stay still last said one put right show far instead difference
-    whose tomorrow today says none might miss since getting fired day days week weeks time times new first
-    back best really actually go going see look find like good bad happen happens thing things something
-    anything everything much many few lot lots kind sort also even ever never always sometimes exactly
-    roughly usual normal normally typical typically yet already soon later early late next previous ago
-    somebody anybody everyone people person mean means""".split()
-)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*\"'(])")
-
-
-def content_terms(text: str) -> list[str]:
-    """Lower-cased words without stop words, crudely stemmed (plural and -ing/-ed endings)."""
-    terms = []
-    for word in _WORD.findall(text.lower()):
-        if word in _STOP:
-            continue
-        for suffix in ("ing", "ed", "es", "s"):
-            if len(word) > len(suffix) + 3 and word.endswith(suffix):
-                word = word[: -len(suffix)]
-                break
-        if word not in _STOP:
-            terms.append(word)
-    return terms
+_HEADING = re.compile(r"^#{1,6}\s+(.*)$")
 
 
 def split_passages(text: str) -> list[str]:
-    """What the extractive answerer may quote from a chunk: sentences, a lead-in sentence ending
-    in ':' together with the list that follows it, list items, table rows spelled out with their
+    """What the extractive answerer may quote from a chunk (headings not included)."""
+    return [passage for _, passage in headed_passages(text)]
+
+
+def headed_passages(text: str) -> list[tuple[str, str]]:
+    """(heading above it within the chunk, passage): sentences, a lead-in ending in ':' together
+    with the list or code block that follows it, list items, table rows spelled out with their
     column names, and whole small code blocks."""
-    passages: list[str] = []
-    open_list = False  # the last passage is a lead-in that following list items join
+    passages: list[tuple[str, str]] = []
+    heading = ""
+    open_list = False  # the last passage is a lead-in that following list items (or code) join
     for block in re.split(r"\n\s*\n", text):
         block = block.strip()
         if not block:
             continue
         if block.startswith(("```", "~~~")):
-            if len(block) <= 600:
-                passages.append(block)
+            if open_list and len(passages[-1][1]) + len(block) <= 700:
+                passages[-1] = (heading, passages[-1][1] + "\n" + block)
+            elif len(block) <= 600:
+                passages.append((heading, block))
             open_list = False
             continue
         lines = [line.strip() for line in block.split("\n") if line.strip()]
         if all(line.startswith("|") for line in lines):
-            passages.extend(_table_rows(lines))
+            passages.extend((heading, row) for row in _table_rows(lines))
             open_list = False
             continue
         for unit in _line_units(lines):
+            if match := _HEADING.match(unit):
+                heading, open_list = match.group(1), False
+                continue
             if _ITEM.match(unit):
-                if open_list and len(passages[-1]) + len(unit) <= 700:
-                    passages[-1] += "\n" + unit
+                if open_list and len(passages[-1][1]) + len(unit) <= 700:
+                    passages[-1] = (heading, passages[-1][1] + "\n" + unit)
                     continue
-                passages.append(unit)
-                open_list = False
+                passages.append((heading, unit))
+                open_list = _ends_lead_in(unit)
                 continue
             sentences = [p.strip() for p in _SENTENCE.split(unit) if p.strip()]
-            passages.extend(sentences)
-            open_list = bool(sentences) and sentences[-1].endswith(":")
+            passages.extend((heading, sentence) for sentence in sentences)
+            open_list = bool(sentences) and _ends_lead_in(sentences[-1])
     return passages
+
+
+def _ends_lead_in(text: str) -> bool:
+    return text.rstrip("*_` ").endswith(":")
 
 
 _ITEM = re.compile(r"^(?:[-*+]\s|\d+[.)]\s)")
@@ -233,10 +221,10 @@ _TABLE_RULE = re.compile(r"\|?[\s:|-]+\|?")
 
 
 def _line_units(lines: list[str]) -> list[str]:
-    """List items stand alone; soft-wrapped paragraph lines are joined."""
+    """List items and headings stand alone; soft-wrapped paragraph lines are joined."""
     units: list[str] = []
     for line in lines:
-        if units and not _ITEM.match(line):
+        if units and not _ITEM.match(line) and not _HEADING.match(line) and not _HEADING.match(units[-1]):
             units[-1] += " " + line
         else:
             units.append(line)
@@ -252,55 +240,76 @@ def _table_rows(lines: list[str]) -> list[str]:
     return ["; ".join(f"{name}: {value}" if name else value for name, value in zip(header, row) if value) for row in rows]
 
 
-def missing_terms(question: str, sources: list[Source]) -> tuple[int, int]:
-    """(missing, asked): the question's content words that no source contains (prefix match both
-    ways, so 'deploy' finds 'deployment'). Many missing words mean the docs talk about something else."""
-    asked = {t for t in content_terms(question) if len(t) >= 3 and not any(ch.isdigit() for ch in t)}
-    found = {t for s in sources for t in content_terms(f"{s.title} {s.section} {s.text}")}
-    return len(asked - matched_terms(asked, found)), len(asked)
+_NUMBER = r"(\d[\d,]*(?:\.\d+)?)"
+_OVER = re.compile(rf"\b(?:over|above|more than|greater than|exceeding)\s*[€$£]?\s*{_NUMBER}|>\s*[€$£]?{_NUMBER}", re.I)
+_UNDER = re.compile(rf"\b(?:up to|under|below|less than|at most|max(?:imum)?)\s*[€$£]?\s*{_NUMBER}|<\s*[€$£]?{_NUMBER}", re.I)
+_RANGE = re.compile(rf"[€$£]?{_NUMBER}\s*(?:[-–]|to)\s*[€$£]?{_NUMBER}")
 
 
-def matched_terms(asked: set[str], words: set[str]) -> set[str]:
-    """Question terms found among words, by prefix either way ('postgr' finds 'postgresql')."""
-    return {t for t in asked if any(w.startswith(t) or (len(w) >= 4 and t.startswith(w)) for w in words)}
+def _numbers(text: str) -> list[float]:
+    return [float(n.replace(",", "")) for n in re.findall(rf"(?<![\w.]){_NUMBER}", text) if n.replace(",", "")]
+
+
+def number_fit(question: str, passage: str) -> int:
+    """+1 when a number in the question falls in a bound or range the passage states, -1 when
+    the passage states bounds and none fits, 0 when it states none (e.g. "3000 euros" against
+    "Over €2,500")."""
+    asked = _numbers(question)
+    bounds = [(float((a or b).replace(",", "")), math.inf) for a, b in _OVER.findall(passage)]
+    bounds += [(-math.inf, float((a or b).replace(",", ""))) for a, b in _UNDER.findall(passage)]
+    bounds += [(float(a.replace(",", "")), float(b.replace(",", ""))) for a, b in _RANGE.findall(passage)]
+    if not asked or not bounds:
+        return 0
+    return 1 if any(lo <= n <= hi for n in asked for lo, hi in bounds) else -1
 
 
 class ExtractiveAnswerer:
-    """The embedded default generator: quotes the best-matching sentences with citations.
+    """The embedded default generator: quotes the passages that best answer the question, each
+    with its citation.
 
-    It declines when two or more (and at least half) of the question's content words appear in no
-    source, or a quarter do and even the best source is only a moderate match (tuned on
-    eval/golden.jsonl)."""
+    A passage scores by the (rare) question words it shares, by stem and synonym, with itself and,
+    at half weight, with the headings above it, plus a bonus when it holds the kind of answer the
+    question asks for (a duration for "how long", a person or role for "who", a reason for "why",
+    steps or commands for "how do I", a day or time for "when") and when a number in the question
+    fits a bound it states. Whether the sources answer at all was decided before (the engine's
+    calibrated answerability gate); it declines only when no passage shares a word."""
 
     name = "extractive"
 
-    def __init__(self, max_passages: int = 3, max_chars: int = 700, moderate_similarity: float = 0.5) -> None:
+    def __init__(self, max_passages: int = 3, max_chars: int = 700, kind_bonus: float = 1.0) -> None:
         self.max_passages = max_passages
         self.max_chars = max_chars
-        self.moderate_similarity = moderate_similarity
+        self.kind_bonus = kind_bonus
 
     async def generate(
         self, question: str, sources: list[Source], history: list[tuple[str, str]], on_text: TextSink | None = None
     ) -> str:
         """Never streams: the quotes are known at once, so `on_text` is not called."""
-        missing, total = missing_terms(question, sources)
-        share = missing / total if total else 0.0
-        best = max((s.similarity for s in sources), default=0.0)
-        if (missing >= 2 and share >= 0.5) or (share >= 0.25 and best < self.moderate_similarity):
-            return DECLINE_MARKER
-        asked = set(content_terms(question))
-        if history:
-            asked |= {t for speaker, text in history if speaker == "user" for t in content_terms(text)}
+        kind = question_kind(question)
+        asked = set(content_terms(heuristic_query(question, history)))
+        if kind == "reason":  # "why did we choose X": the choice is given, its reason is asked
+            asked.discard("decide")
+        passages = []
+        for s in sources:
+            outer, _, own = s.section.rpartition(" › ")
+            title_terms = matched_terms(asked, set(content_terms(s.title)))  # the page is about them
+            for heading, passage in headed_passages(s.text):
+                own_heading = heading or own  # the passage's own heading counts in full
+                if heading:
+                    outer = f"{outer} {own}"
+                passages.append((s, f"{outer} {own_heading}", passage, matched_terms(asked, set(content_terms(passage))) | title_terms,
+                                 matched_terms(asked, set(content_terms(own_heading))),
+                                 matched_terms(asked, set(content_terms(outer)))))
+        df = Counter(t for p in passages for t in p[3] | p[4])
+        idf = {t: math.log(1 + len(passages) / df[t]) for t in df}
         scored: list[tuple[float, int, int, str]] = []
-        passages = [(s.n, p, matched_terms(asked, set(content_terms(p)))) for s in sources for p in split_passages(s.text)]
-        in_heading = {s.n: matched_terms(asked, set(content_terms(f"{s.title} {s.section}"))) for s in sources}
-        df = Counter(t for _, _, overlap in passages for t in overlap)
-        for order, (n, passage, overlap) in enumerate(passages):
-            if not overlap or passage.startswith("#"):
+        for order, (s, headings, passage, overlap, own_terms, outer_terms) in enumerate(passages):
+            if not overlap and not own_terms and not outer_terms:
                 continue
-            score = sum(math.log(1 + len(passages) / df[t]) for t in overlap)
-            score += 0.3 * len(in_heading[n]) + 0.5 / n
-            scored.append((score, order, n, passage))
+            relevance = sum(idf[t] for t in overlap | own_terms) + 0.5 * sum(idf.get(t, 1.0) for t in outer_terms - overlap - own_terms)
+            relevance += 0.5 / s.n
+            bonus = self.kind_bonus * fits_kind(kind, headings, passage) + 0.5 * number_fit(question, passage)
+            scored.append((relevance * (1 + bonus), order, s.n, passage))
         if not scored:
             return DECLINE_MARKER
         scored.sort(key=lambda item: (-item[0], item[1]))

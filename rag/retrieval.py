@@ -1,15 +1,28 @@
-"""Hybrid retrieval: dense + BM25 candidates (access filter inside each search), a cosine
-similarity floor, reciprocal rank fusion, then MMR for the final k."""
+"""Hybrid retrieval: dense + BM25 candidates (access filter inside each search), reciprocal rank
+fusion weighted by how much each list can be trusted for this query, a cosine similarity floor,
+then MMR for the final k with at most a few chunks per document.
+
+Why query-adaptive weights: on docs full of exact product names BM25 is the better list, on
+paraphrased questions dense search is; a fixed weight tuned on one kind of corpus loses on the
+other. The full-text list's weight scales with the share of the question's content words its top
+hit contains (its term coverage): a hit that contains them all is strong lexical evidence, one that
+matches a single common word is not.
+"""
 from __future__ import annotations
 
 import asyncio
+import functools
+import time
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from docsbot.observability.tracing import span
 from docsbot.settings import Settings
+from rag.rerank import Reranker, RerankError
 from rag.store import Hit, Store
+from rag.terms import coverage, question_terms
 
 Mode = Literal["hybrid", "dense", "bm25"]
 
@@ -33,52 +46,142 @@ class Retrieval:
     candidates: int  # distinct chunks returned by the searches
     passed: list[Candidate]  # above the similarity floor, best fused first
     selected: list[Candidate]  # the final k after MMR
+    dense: list[Hit]  # the raw lists, for the answerability features
+    text: list[Hit]
+    weights: tuple[float, float] = (0.0, 0.0)  # (dense, full-text) weights used for this query
+    rerank: str = ""  # "", "reranked" or "fallback: <why>"
+    rerank_ms: float = 0.0
+    query: str = ""  # what was searched (a follow-up made standalone)
 
     @property
     def best_similarity(self) -> float:
         return max((c.similarity for c in self.passed), default=0.0)
 
 
-def fuse(dense: list[Hit], text: list[Hit], query: np.ndarray, settings: Settings, mode: Mode) -> list[Candidate]:
-    """Merge both rankings with RRF; every candidate gets its cosine similarity to the query."""
+def text_coverage(text: list[Hit], query_text: str) -> float:
+    """Share of the question's content words found in the best full-text hit (0 without hits)."""
+    return _coverage(query_text, text[0].row.get("search_text", "")) if text else 0.0
+
+
+@functools.lru_cache(maxsize=1024)
+def _coverage(query_text: str, hit_text: str) -> float:
+    """Cached: `eval sweep` replays the same query against hundreds of settings."""
+    return coverage(question_terms(query_text), hit_text)
+
+
+def list_weights(text: list[Hit], query_text: str, settings: Settings, mode: Mode) -> tuple[float, float]:
+    """(dense, full-text) weights: the configured ones, the full-text one scaled by its top hit's
+    term coverage raised to `fusion_coverage_power` (0 = fixed weights)."""
+    dense = settings.dense_weight if mode != "bm25" else 0.0
+    if mode == "dense":
+        return dense, 0.0
+    power = settings.fusion_coverage_power if mode == "hybrid" else 0.0
+    return dense, settings.bm25_weight * (text_coverage(text, query_text) ** power if power else 1.0)
+
+
+def fuse(dense: list[Hit], text: list[Hit], query: np.ndarray, weights: tuple[float, float], rrf_k: int,
+         doc_share: float = 0.0) -> list[Candidate]:
+    """Merge both rankings with weighted RRF; every candidate gets its cosine similarity.
+
+    With `doc_share` > 0 the fusion also runs at the document level (a document's rank in a list
+    is that of its best chunk among the distinct documents) and a chunk's score mixes in its
+    document's: a page whose one chunk leads the dense list and another the full-text list beats
+    a page that leads only one of them."""
     merged: dict[str, Candidate] = {}
-    lists = []
-    if mode in ("hybrid", "dense"):
-        lists.append((dense, settings.dense_weight, "dense_rank"))
-    if mode in ("hybrid", "bm25"):
-        lists.append((text, settings.bm25_weight, "text_rank"))
-    for hits, weight, rank_field in lists:
+    doc_scores: dict[str, float] = {}
+    for hits, weight, rank_field in ((dense, weights[0], "dense_rank"), (text, weights[1], "text_rank")):
+        if weight <= 0:
+            continue
+        doc_ranks: dict[str, int] = {}
         for rank, hit in enumerate(hits):
             cand = merged.get(hit.row["chunk_id"])
             if cand is None:
                 cand = Candidate(hit.row, hit.vector, float(hit.vector @ query), 0.0)
                 merged[cand.chunk_id] = cand
-            cand.fused += weight / (settings.rrf_k + rank + 1)
+            cand.fused += weight / (rrf_k + rank + 1)
             setattr(cand, rank_field, rank)
+            doc = hit.row["doc_path"]
+            if doc not in doc_ranks:
+                doc_ranks[doc] = len(doc_ranks)
+                doc_scores[doc] = doc_scores.get(doc, 0.0) + weight / (rrf_k + doc_ranks[doc] + 1)
+    if doc_share > 0:
+        for cand in merged.values():
+            cand.fused = (1 - doc_share) * cand.fused + doc_share * doc_scores[cand.row["doc_path"]]
     return sorted(merged.values(), key=lambda c: -c.fused)
 
 
-def mmr(candidates: list[Candidate], k: int, lam: float) -> list[Candidate]:
-    """Maximal marginal relevance over fused relevance (scaled to [0, 1]) and chunk similarity."""
+def mmr(candidates: list[Candidate], k: int, lam: float, per_doc: int = 0) -> list[Candidate]:
+    """Maximal marginal relevance over fused relevance (scaled to [0, 1]) and chunk similarity,
+    taking at most `per_doc` chunks of one document (0 = no cap) while others are left: several
+    chunks of one page must not push a second relevant page out of the k."""
     if len(candidates) <= 1:
         return candidates[:k]
     top = candidates[0].fused
     relevance = np.array([c.fused / top for c in candidates])
     vectors = np.stack([c.vector for c in candidates])
     pairwise = vectors @ vectors.T
+    docs = [c.row["doc_path"] for c in candidates]
     chosen = [0]
+    taken = {docs[0]: 1}
     redundancy = pairwise[0].copy()
     while len(chosen) < min(k, len(candidates)):
         score = lam * relevance - (1 - lam) * redundancy
         score[chosen] = -np.inf
+        if per_doc:
+            full = [i for i, d in enumerate(docs) if taken.get(d, 0) >= per_doc and i not in chosen]
+            if len(full) < len(candidates) - len(chosen):  # others remain: skip the full docs
+                score[full] = -np.inf
         best = int(np.argmax(score))
         chosen.append(best)
+        taken[docs[best]] = taken.get(docs[best], 0) + 1
         redundancy = np.maximum(redundancy, pairwise[best])
     return [candidates[i] for i in chosen]
 
 
+def rank(dense: list[Hit], text: list[Hit], query: np.ndarray, query_text: str, settings: Settings,
+         mode: Mode = "hybrid") -> Retrieval:
+    """Everything after the searches (pure: the eval sweep replays it over cached hits)."""
+    weights = list_weights(text, query_text, settings, mode)
+    return select(fuse(dense, text, query, weights, settings.rrf_k, settings.doc_fusion), dense, text, weights, settings)
+
+
+def select(fused: list[Candidate], dense: list[Hit], text: list[Hit], weights: tuple[float, float],
+           settings: Settings) -> Retrieval:
+    passed = [c for c in fused if c.similarity >= settings.min_similarity]
+    selected = mmr(passed, settings.top_k, settings.mmr_lambda, settings.max_chunks_per_doc)
+    return Retrieval(len(fused), passed, selected, dense, text, weights)
+
+
+async def rerank(store: Store, reranker: Reranker, query_text: str, fused: list[Candidate]) -> list[Candidate]:
+    """The reranker's order of the top fused candidates (their fused scores become rank-based, so
+    MMR follows it), the rest after them. Raises RerankError: the caller keeps the fused order."""
+    head = fused[: reranker.top_n]
+    rows = await store.rows([c.chunk_id for c in head])
+    documents = [_passage(rows[c.chunk_id]) for c in head]
+    order = await reranker.order(query_text, documents)
+    ranked = [head[i] for i in order] + fused[len(head):]
+    for position, cand in enumerate(ranked):
+        cand.fused = 1.0 / (position + 1)
+    return ranked
+
+
+def _passage(row: dict) -> str:
+    heading = " › ".join(part for part in (row["title"], row["section"]) if part)
+    return f"{heading}\n{row['text']}" if heading else row["text"]
+
+
 async def _none() -> list[Hit]:
     return []
+
+
+async def search_lists(store: Store, query_vector: np.ndarray, query_text: str, max_rank: int, limit: int,
+                       mode: Mode = "hybrid") -> tuple[list[Hit], list[Hit]]:
+    """Both searches, concurrently."""
+    dense, text = await asyncio.gather(
+        store.dense(query_vector, max_rank, limit) if mode != "bm25" else _none(),
+        store.text(query_text, max_rank, limit) if mode != "dense" else _none(),
+    )
+    return dense, text
 
 
 async def retrieve(
@@ -88,16 +191,29 @@ async def retrieve(
     max_rank: int,
     settings: Settings,
     mode: Mode = "hybrid",
+    reranker: Reranker | None = None,
 ) -> Retrieval:
-    """Both searches run concurrently; the final k rows are then read whole."""
-    dense, text = await asyncio.gather(
-        store.dense(query_vector, max_rank, settings.candidates) if mode != "bm25" else _none(),
-        store.text(query_text, max_rank, settings.candidates) if mode != "dense" else _none(),
-    )
-    fused = fuse(dense, text, query_vector, settings, mode)
-    passed = [c for c in fused if c.similarity >= settings.min_similarity]
-    selected = mmr(passed, settings.top_k, settings.mmr_lambda)
+    """Search, fuse, rerank when a reranker is configured, select, then read the final k rows
+    whole. A reranker failure keeps the fused order and is reported in `rerank`."""
+    dense, text = await search_lists(store, query_vector, query_text, max_rank, settings.candidates, mode)
+    weights = list_weights(text, query_text, settings, mode)
+    fused = fuse(dense, text, query_vector, weights, settings.rrf_k, settings.doc_fusion)
+    status, rerank_ms = "", 0.0
+    if reranker is not None and fused:
+        started = time.perf_counter()
+        try:
+            with span("rerank"):
+                fused, status = await rerank(store, reranker, query_text, fused), "reranked"
+        except RerankError as exc:
+            status = f"fallback: {exc}"
+        rerank_ms = round((time.perf_counter() - started) * 1000, 2)
+    result = select(fused, dense, text, weights, settings)
+    result.rerank, result.rerank_ms = status, rerank_ms
+    await fill_rows(store, result.selected)
+    return result
+
+
+async def fill_rows(store: Store, selected: list[Candidate]) -> None:
     rows = await store.rows([c.chunk_id for c in selected])
     for c in selected:
         c.row.update(rows[c.chunk_id])
-    return Retrieval(candidates=len(fused), passed=passed, selected=selected)

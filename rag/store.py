@@ -397,7 +397,7 @@ class Store:
             table.query()
             .nearest_to_text(words, columns="search_text")
             .where(f"access_rank <= {int(max_rank)}")
-            .select([*SEARCH_COLUMNS, "_score"])
+            .select([*SEARCH_COLUMNS, "search_text", "_score"])  # search_text: the list's term coverage (rag/retrieval.py)
             .limit(limit)
         )
         return _hits(await search.to_arrow(), "_score", float)
@@ -409,6 +409,13 @@ class Store:
         table = await self._searchable()
         query = table.query().where(f"chunk_id IN ({sql_list(chunk_ids)})").select(ROW_COLUMNS)
         return {row["chunk_id"]: row for row in (await query.limit(len(chunk_ids)).to_arrow()).to_pylist()}
+
+    async def doc_rows(self, doc_path: str, max_rank: int) -> list[dict[str, Any]]:
+        """Whole rows (with their vectors) of one document's chunks at `max_rank` or below, in order."""
+        table = await self._searchable()
+        where = f"doc_path = {sql_list([doc_path])} AND access_rank <= {int(max_rank)}"
+        rows = (await table.query().where(where).select([*ROW_COLUMNS, "vector"]).to_arrow()).to_pylist()
+        return sorted(rows, key=lambda row: row["ordinal"])
 
     def doc_hashes(self) -> dict[str, str]:
         """doc_path -> content hash of what is indexed (for reconcile and status)."""

@@ -1,10 +1,12 @@
 """The core end to end on the sample docs: real index, real model, extractive answerer."""
 import re
+import time
 
 import numpy as np
 
 from rag.engine import Engine
-from rag.generation import ExtractiveAnswerer
+from rag.followup import REWRITE_PROMPT
+from rag.generation import ExtractiveAnswerer, OpenAIChat
 from rag.levels import Level
 from rag.store import Store
 from tests.conftest import make_settings
@@ -74,3 +76,40 @@ async def test_missing_index_is_an_abstention_not_a_crash(tmp_path, embedder):
     engine = Engine(settings, Store(settings.data_dir), embedder, ExtractiveAnswerer())
     answer = await engine.ask("anything", Level.team)
     assert answer.abstain_reason == "index_unavailable" and "docsbot index" in answer.detail
+
+
+async def test_standalone_question_in_a_thread_is_not_mixed_with_the_previous_one(sample_engine: Engine):
+    history = [("user", "How do I roll back tidepool-api after a bad deploy?"), ("agent", "Use helm rollback [1]")]
+    question = "how long is a VPN configuration valid?"
+    assert await sample_engine.search_query(question, history) == question
+    answer = await sample_engine.ask(question, Level.public, history)
+    assert answer.answered and {c.doc_path for c in answer.citations} == {"onboarding/vpn-setup.md"}
+
+
+def llm_engine(sample_engine: Engine, openai_standin, **overrides) -> Engine:
+    settings = make_settings(sample_engine.settings.data_dir, openai_base_url=openai_standin.base_url, **overrides)
+    return Engine(settings, sample_engine.store, sample_engine.embedder, OpenAIChat(settings))
+
+
+async def test_follow_up_is_rewritten_by_the_llm_then_answered(sample_engine: Engine, openai_standin):
+    def reply(messages: list[dict[str, str]]) -> str:
+        if messages[0]["content"] == REWRITE_PROMPT:
+            return "How do I set up the VPN on Linux?"
+        return "Install wireguard with apt-get [1]."
+    openai_standin.reply = reply
+    engine = llm_engine(sample_engine, openai_standin)
+    history = [("user", "How do I set up the VPN on macOS?"), ("agent", "Use Self Service [1].")]
+    answer = await engine.ask("and on Linux?", Level.public, history)
+    assert answer.answered and answer.citations[0].doc_path == "onboarding/vpn-setup.md"
+    rewrite = openai_standin.requests[0][1]["messages"][1]["content"]
+    assert "How do I set up the VPN on macOS?" in rewrite and "and on Linux?" in rewrite
+
+
+async def test_a_slow_rewrite_falls_back_to_the_heuristic(sample_engine: Engine, openai_standin):
+    openai_standin.delay_s = 1.0
+    engine = llm_engine(sample_engine, openai_standin, followup_rewrite_timeout_s=0.2)
+    history = [("user", "How do I set up the VPN on macOS?"), ("agent", "Use Self Service [1].")]
+    started = time.perf_counter()
+    query = await engine.search_query("and on Linux?", history)
+    assert query == "How do I set up the VPN on macOS?\nand on Linux?"
+    assert time.perf_counter() - started < 0.9

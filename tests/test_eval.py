@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
 
-from eval import metrics, runner
+from eval import calibrate, metrics, runner, sweep
 from eval.golden import GoldenCase, GoldenError, Thresholds, default_golden_files, load_golden, parse_case
+from rag import answerability
 from rag.answer import Answer, Citation, Diagnostics
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
@@ -129,7 +131,7 @@ DOCS = {
     "vault.md": ("restricted", "Vault", "The vault master password is rotated every 90 days with vaultctl rotate."),
 }
 CASES = [
-    {"id": "pets", "question": "are dogs allowed in the office?", "gold_doc_ids": ["pets.md"],
+    {"id": "pets", "question": "are dogs welcome in the office?", "gold_doc_ids": ["pets.md"],
      "answerable": True, "level": "public", "gold_answer": "Dogs are welcome on Fridays."},
     {"id": "salary", "question": "which day of the month are salaries paid?", "gold_doc_ids": ["payroll.md"],
      "answerable": True, "level": "team"},
@@ -231,3 +233,61 @@ def test_leak_and_citation_checks_on_hand_made_answers() -> None:
 
 def load_case(raw: dict) -> GoldenCase:
     return parse_case(json.dumps(raw), "test")
+
+
+# -- several sets: run, sweep, calibrate -----------------------------------------------------------
+
+
+def second_corpus(tmp_path: Path) -> Path:
+    """The same questions over the same pages under other names (a second set for the macro)."""
+    other = tmp_path / "other"
+    (other / "docs").mkdir(parents=True)
+    for name, (access, title, text) in DOCS.items():
+        (other / "docs" / f"x-{name}").write_text(f"---\ntitle: {title}\naccess: {access}\n---\n\n# {title}\n\n{text}\n")
+    cases = [c | {"gold_doc_ids": [f"x-{p}" for p in c["gold_doc_ids"]]} for c in CASES]
+    (other / "golden.jsonl").write_text("\n".join(json.dumps(c) for c in cases) + "\n")
+    return other
+
+
+def test_run_reports_each_set_and_their_macro_average(
+    corpus: Path, engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = second_corpus(tmp_path)
+    argv = ["run", "--docs", str(corpus / "docs"), "--golden", str(corpus / "golden.jsonl"),
+            "--docs", str(other / "docs"), "--golden", str(other / "golden.jsonl")]
+    assert runner.main([*argv, "--json", "--compare"], engine=engine) == 0
+    report = json.loads(capsys.readouterr().out)
+    first, second = report["sets"].values()
+    assert (first["hit_rate"], second["hit_rate"]) == (1.0, 1.0)
+    assert first["thresholds"]["missed"] == [] and second["thresholds"]["file"] is None
+    assert report["macro"]["mrr"] == pytest.approx((first["mrr"] + second["mrr"]) / 2)
+    assert report["macro"]["compare"]["bm25"]["hit_rate"] is not None
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps({"sets": [
+        {"name": "one", "docs": str(corpus / "docs"), "golden": [str(corpus / "golden.jsonl")]},
+        {"name": "two", "docs": "other/docs", "golden": "other/golden.jsonl", "default_level": "public"},
+    ]}))
+    assert runner.main(["run", "--suite", str(suite)], engine=engine) == 0
+    table = capsys.readouterr().out
+    assert re.search(r"hit rate@4\s+1\.000\s+1\.000\s+1\.000", table) and "macro" in table
+    assert runner.main(["run", "--docs", str(corpus / "docs"), "--docs", str(other / "docs")], engine=engine) == 2
+    assert "need as many --golden" in capsys.readouterr().err
+
+
+def test_sweep_prints_the_grid_and_calibrate_writes_the_gate(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DOCSBOT_DATA_DIR", str(tmp_path / "data"))
+    other = second_corpus(tmp_path)
+    sets = ["--docs", str(corpus / "docs"), "--golden", str(corpus / "golden.jsonl"),
+            "--docs", str(other / "docs"), "--golden", str(other / "golden.jsonl")]
+    assert sweep.main(["sweep", *sets, "--grid", '{"rrf_k": [10, 60], "max_chunks_per_doc": [1]}']) == 0
+    out = capsys.readouterr().out
+    assert "rrf_k [10, 60]" in out and "dense only" in out and "bm25 only" in out
+    tried = len(sweep.points(sweep.GRID | {"rrf_k": [10, 60], "max_chunks_per_doc": [1]}))
+    assert f"({tried} points)" in out and len(re.findall(r"^\d+\s+rrf_k=", out, re.M)) == 15  # --top
+    gate = tmp_path / "gate.json"
+    assert calibrate.main(["calibrate", *sets, "--out", str(gate)]) == 0
+    model = answerability.load(gate)
+    assert set(model.weights) == set(answerability.FEATURES) and 0 < model.threshold < 1
+    assert "macro bal.acc" in capsys.readouterr().out

@@ -330,8 +330,8 @@ def test_promoted_cases_replay_in_the_eval_and_fail_it_when_they_regress(
     assert f"fb-{good[:8]}: docs changed since feedback: handbook/time-off.md (text changed)" in capsys.readouterr().out
     sample_engine.index_folder(SAMPLE_DOCS)
 
-    # a case the engine cannot pass: the vacation doc is never retrieved for the deploy question
-    assert cli(capsys, "promote", bad, "--expect", "handbook/time-off.md", "--golden", str(golden))[0] == 0
+    # a case the engine cannot pass: the Kafka ADR is never retrieved for the deploy question
+    assert cli(capsys, "promote", bad, "--expect", "adr/0002-event-bus-kafka.md", "--golden", str(golden))[0] == 0
     capsys.readouterr()
     assert runner.main(run, sample_engine) == 1
     out = capsys.readouterr().out

@@ -116,7 +116,7 @@ async def test_engine_with_llm_answers_and_rejects_bad_citations(sample_engine: 
     openai_standin.reply = lambda messages: "Deploys are not allowed on Fridays [1]."
     good = await sample_engine.ask("Can I deploy on Friday?", Level.team)
     assert good.answered and good.model == "gpt-4o-mini" and good.citations[0].n == 1
-    openai_standin.reply = lambda messages: "Deploys are not allowed on Fridays [7]."
+    openai_standin.reply = lambda messages: "Deploys are not allowed on Fridays [99]."
     bad = await sample_engine.ask("Can I deploy on Friday?", Level.team)
     assert bad.abstain_reason == "invalid_citations" and bad.citations == []
     openai_standin.failures = [Failure(503, {"Retry-After": "0"})] * 2 + [Failure(503, {"Retry-After": "12"})]

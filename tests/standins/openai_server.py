@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +18,8 @@ from typing import Any
 
 import numpy as np
 from aiohttp import web
+
+from tests.standins.threaded import ThreadedServer
 
 
 @dataclass
@@ -28,8 +29,9 @@ class Failure:
     body: dict[str, Any] = field(default_factory=lambda: {"error": {"message": "failure", "type": "server_error"}})
 
 
-class OpenAIStandIn:
+class OpenAIStandIn(ThreadedServer):
     def __init__(self, dim: int = 384) -> None:
+        super().__init__()
         self.dim = dim
         self.reply: Callable[[list[dict[str, str]]], str] = lambda messages: "NOT_IN_DOCS"
         self.delay_s = 0.0
@@ -39,38 +41,15 @@ class OpenAIStandIn:
         self.failures: list[Failure] = []
         self.models = ["gpt-4o-mini", "text-embedding-3-small"]  # what GET /v1/models lists
         self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self.port = 0
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "OpenAIStandIn":
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
-        self._runner = runner = web.AppRunner(app, shutdown_timeout=0.1)
-        self._loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]
-        self._ready.set()
-        self._loop.run_forever()
 
     async def _record(self, request: web.Request) -> tuple[dict[str, Any], web.Response | None]:
         body = await request.json()

@@ -1,0 +1,124 @@
+"""Evaluation sets: which docs, which golden files, which index, at which default level.
+
+`python -m eval run|sweep|calibrate` take either `--docs DIR --golden FILE` pairs (repeatable, the
+n-th `--golden` goes with the n-th `--docs`) or a suite file, JSON:
+  {"sets": [{"name", "docs", "golden": [files], "default_level": "public", "data_dir": "..."}]}
+with paths relative to the suite file. A set's index lives in `data_dir`, by default
+`$DOCSBOT_DATA_DIR` for a single set and `$DOCSBOT_DATA_DIR/eval/<name>` for several, so each
+corpus is indexed once and reused by later runs (the vector cache makes a rebuild with other
+chunking cheap).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from docsbot.errors import UserError
+from docsbot.settings import Settings
+from eval.golden import GoldenCase, GoldenError, default_golden_files
+from rag.embeddings import Embedder
+from rag.engine import Engine
+from rag import answerability
+from rag.generation import make_generator
+from rag.levels import Level
+from rag.store import Store
+from sync.folder import ensure_index
+
+EVAL_DIR = Path(__file__).resolve().parent
+DEV_SUITE = EVAL_DIR / "dev-suite.json"  # the three dev sets
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    name: str
+    docs: Path | None  # None: $DOCSBOT_DOCS_DIR
+    golden: tuple[Path, ...]
+    default_level: Level | None = None  # for pages without front matter
+    data_dir: str | None = None
+
+    def settings(self, base: Settings, several: bool) -> Settings:
+        update: dict[str, Any] = {}
+        if self.data_dir:
+            update["data_dir"] = self.data_dir
+        elif several:
+            update["data_dir"] = f"{base.data_dir.rstrip('/')}/eval/{self.name}"
+        if self.default_level is not None:
+            update["default_level"] = self.default_level
+        return base.model_copy(update=update)
+
+
+def from_pairs(docs: list[str], golden: list[Path]) -> list[EvalSet]:
+    """Sets from repeated --docs/--golden options (no --golden: the default golden files)."""
+    if len(docs) > 1 and len(golden) != len(docs):
+        raise UserError(f"{len(docs)} --docs folders need as many --golden files (got {len(golden)})")
+    if len(docs) <= 1:
+        root = Path(docs[0]) if docs else None
+        return [EvalSet(root.name if root else "default", root, tuple(golden or default_golden_files()))]
+    return [EvalSet(_name(Path(d), g), Path(d), (g,)) for d, g in zip(docs, golden)]
+
+
+def _name(docs: Path, golden: Path) -> str:
+    """A readable set name: the golden file's folder unless it is eval/ itself, else the docs'."""
+    parent = golden.resolve().parent
+    return docs.resolve().name if parent == EVAL_DIR else parent.name
+
+
+def load_suite(path: Path) -> list[EvalSet]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise GoldenError(f"cannot read suite file {path}: {exc}") from None
+    entries = raw.get("sets") if isinstance(raw, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise GoldenError(f"{path}: expected {{\"sets\": [{{\"name\", \"docs\", \"golden\": [...]}}]}}")
+    here = path.resolve().parent
+    sets = []
+    for number, entry in enumerate(entries, 1):
+        try:
+            golden = entry["golden"] if isinstance(entry["golden"], list) else [entry["golden"]]
+            level = entry.get("default_level")
+            sets.append(EvalSet(
+                str(entry["name"]),
+                here / entry["docs"],
+                tuple(here / g for g in golden),
+                Level.parse(level) if level else None,
+                entry.get("data_dir"),
+            ))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise GoldenError(f"{path}: set {number}: {exc!r} (needs name, docs, golden)") from None
+    return sets
+
+
+def choose(docs: list[str] | None, golden: list[Path] | None, suite: Path | None) -> list[EvalSet]:
+    if suite is not None:
+        if docs or golden:
+            raise UserError("give either --suite or --docs/--golden, not both")
+        return load_suite(suite)
+    return from_pairs(docs or [], golden or [])
+
+
+def open_engine(
+    eval_set: EvalSet, base: Settings, several: bool, embedder: Embedder, gate: answerability.Model | None = None
+) -> Engine:
+    """An engine on the set's own index, sharing the (slow to load) embedder; `gate` replaces
+    the calibrated answerability model (calibration starts from one that answers everything)."""
+    settings = eval_set.settings(base, several)
+    return Engine(settings, Store(settings.data_dir), embedder, make_generator(settings), gate)
+
+
+def prepare(engine: Engine, eval_set: EvalSet, cases: list[GoldenCase], log: TextIO) -> Path:
+    """Check the gold docs exist, then index the set's docs when its index is missing or was
+    built from another folder. Returns the docs folder."""
+    root = eval_set.docs or Path(engine.settings.docs_dir)
+    if not root.is_dir():
+        raise UserError(f"docs folder {root} does not exist")
+    missing = sorted({p for c in cases for p in c.gold_doc_ids if not (root / p).is_file()})
+    if missing:
+        raise UserError(f"gold doc ids not found under {root}: {', '.join(missing[:5])}"
+                        + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
+    stats = ensure_index(engine, root)
+    if stats is not None:
+        print(f"indexed {root}: {stats.documents} documents, {stats.chunks} chunks in {stats.seconds:.1f}s", file=log)
+    return root

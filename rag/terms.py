@@ -1,0 +1,86 @@
+"""Words that carry a question's meaning: lower-cased, stop words dropped, light stemming, and a
+few synonym groups of the vocabulary docs use for the words people ask with ("how long is it
+valid" → "expire", "who approves" → "sign-off"). English only: other languages' words pass
+through unstemmed and match only themselves.
+
+Shared by the full-text list weighting (rag/retrieval.py), the answerability features
+(rag/answerability.py) and the extractive answerer (rag/generation.py).
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+WORD = re.compile(r"€|[a-z0-9][a-z0-9_.-]*[a-z0-9]|[a-z0-9]")
+# Two-word forms spelled as one term before matching.
+PHRASES = re.compile(r"\b(set|sign|log|roll)[ -](up|off|in|back)\b")
+STOP = frozenset(
+    """a about above after again all am an and any are as at be because been before being below between both
+    but by can could did do does doing down during each few for from further had has have having he her here
+    hers him his how i if in into is it its itself just me more most my no nor not of off on once only or
+    other our ours out over own same she should so some such than that the their theirs them then there these
+    they this those through to too under until up very was we were what when where which while who whom why
+    will with would you your yours us tell know need want please anyone someone get got make made use used
+    using way ok okay hi hey thanks thank docs doc documentation whats
+    long take takes usually often around stay still last said one put right show far instead difference
+    whose tomorrow today says none might miss since getting fired day days week weeks time times new first
+    back best really actually go going see look find like good bad happen happens thing things something
+    anything everything much many few lot lots kind sort also even ever never always sometimes exactly
+    roughly usual normal normally typical typically yet already soon later early late next previous ago
+    somebody anybody everyone people person mean means""".split()
+)
+# Each group is matched as one term: the first word is the group's name.
+SYNONYM_GROUPS = (
+    ("expire", "expires", "expired", "expiry", "expiration", "valid", "validity", "lifetime"),
+    ("retain", "retention", "keep", "kept", "keeps"),
+    ("approve", "approval", "approver", "approves", "approved", "sign-off", "signoff"),
+    ("decide", "decision", "decided", "choose", "chose", "chosen", "choice", "picked"),
+    ("install", "installation", "setup", "set-up", "configure"),
+    ("delete", "deletion", "remove", "removal", "purge", "erase"),
+    ("page", "paged", "paging", "escalate", "escalation", "escalates", "escalated"),
+    ("cost", "costs", "price", "pricing", "fee", "fees"),
+    ("allow", "allowed", "permit", "permitted", "permission"),
+    ("euro", "euros", "eur", "€"),
+    ("minute", "minutes", "min", "mins"),
+    ("rollback", "roll-back", "revert"),
+)
+SYNONYMS = {word: group[0] for group in SYNONYM_GROUPS for word in group}
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ied", "ies", "ed", "es", "s")
+
+
+def stem(word: str) -> str:
+    """A synonym group's name, or the word without a common English ending (and without the "un"
+    of a negated participle: "unacknowledged" is about acknowledging)."""
+    if len(word) >= 8 and word.startswith("un") and word.endswith(("ed", "able")):
+        word = word[2:]
+    if word in SYNONYMS:
+        return SYNONYMS[word]
+    for suffix in _SUFFIXES:
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            base = word[: -len(suffix)] + ("y" if suffix in ("ied", "ies") else "")
+            return SYNONYMS.get(base, base)
+    return word
+
+
+def content_terms(text: str) -> list[str]:
+    """The stemmed content words of a text, in order, stop words dropped."""
+    words = WORD.findall(PHRASES.sub(r"\1\2", text.lower()))
+    return [term for word in words if word not in STOP and (term := stem(word)) not in STOP]
+
+
+def matched_terms(asked: Iterable[str], words: set[str]) -> set[str]:
+    """Question terms found among words, by prefix either way ('postgr' finds 'postgresql')."""
+    return {t for t in asked if t in words or any(w.startswith(t) or (len(w) >= 4 and t.startswith(w)) for w in words)}
+
+
+def question_terms(text: str) -> set[str]:
+    """The terms whose presence in a passage tells whether it is about the question: content
+    words of three letters or more, numbers left out (they are compared, not matched)."""
+    return {t for t in content_terms(text) if len(t) >= 3 and not any(ch.isdigit() for ch in t)}
+
+
+def coverage(asked: set[str], text: str) -> float:
+    """Share of the asked terms that the text contains (1.0 when nothing was asked)."""
+    if not asked:
+        return 1.0
+    return len(matched_terms(asked, set(content_terms(text)))) / len(asked)
