@@ -66,6 +66,12 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "sync_request_poll_s": (0.05, 3_600),
     "metrics_port": (0, 65_535),  # 0: no metrics server in the sync worker
     "drain_s": (0, 300),
+    "fusion_coverage_power": (0, 10),
+    "doc_fusion": (0, 1),
+    "max_chunks_per_doc": (0, 1_000),  # 0: no cap
+    "followup_rewrite_timeout_s": (0.001, 300),
+    "rerank_timeout_s": (0.001, 300),
+    "rerank_top_n": (1, 10_000),
 }
 
 

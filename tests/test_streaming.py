@@ -51,7 +51,7 @@ async def test_a_streaming_model_streams_the_answer_then_attaches_sources_and_fe
 async def test_a_streamed_answer_with_invalid_citations_ends_as_the_abstention(
     sample_engine: Engine, openai_standin: OpenAIStandIn
 ) -> None:
-    openai_standin.reply = lambda messages: LONG.replace("[1]", "[7]")
+    openai_standin.reply = lambda messages: LONG.replace("[1]", "[99]")  # no such source
     engine = with_model(sample_engine, openai_standin)
     async with local_slack(engine.settings, engine) as local:
         await mention(local, demo.BOB, demo.GENERAL, VPN)
