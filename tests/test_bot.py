@@ -142,7 +142,9 @@ async def test_docs_sync_is_for_admins_and_requests_a_sync_that_the_worker_runs(
 ) -> None:
     docs = tmp_path / "docs"
     shutil.copytree(SAMPLE_DOCS, docs)
-    settings = sample_engine.settings.model_copy(update={"docs_dir": str(docs), "sync_interval_minutes": 60})
+    # The folder watcher is slowed down so that the new file reaches the index by the requested sync.
+    settings = sample_engine.settings.model_copy(update={"docs_dir": str(docs), "sync_interval_minutes": 60,
+                                                          "watch_debounce_ms": 600_000})
     engine = dataclasses.replace(sample_engine, settings=settings)
     async with sync_side(settings, engine, with_worker=True) as side, \
             local_slack(settings, engine, run_sync=side.command, state=side.db) as local:
