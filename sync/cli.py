@@ -75,8 +75,12 @@ async def watch_and_sync(settings: Settings) -> None:
     schedule and (for a local source) file changes, until SIGINT or SIGTERM. Metrics are served on
     DOCSBOT_METRICS_PORT."""
     if settings.metrics_port:
-        metrics.serve_metrics(settings.metrics_port)
-        log.info("metrics at http://0.0.0.0:%d/metrics", settings.metrics_port)
+        try:
+            metrics.serve_metrics(settings.metrics_port)
+            log.info("metrics at http://0.0.0.0:%d/metrics", settings.metrics_port)
+        except OSError as exc:  # a second worker on this host: it still syncs, without metrics
+            log.error("metrics not served: port %d: %s (set DOCSBOT_METRICS_PORT to a free port, or 0)",
+                      settings.metrics_port, exc.strerror)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

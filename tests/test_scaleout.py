@@ -106,6 +106,7 @@ class Cluster:
             "DOCSBOT_WEBHOOK_SECRET": SECRET,
             "DOCSBOT_DEFAULT_LEVEL": "public",
             "DOCSBOT_INDEX_REFRESH_S": "2",
+            "DOCSBOT_METRICS_PORT": "0",  # the worker and its standby share this host's ports
             "DOCSBOT_SYNC_LEASE_TTL_S": "6",
             "DOCSBOT_SYNC_LEASE_RENEW_S": "1.5",
             "DOCSBOT_SYNC_INTERVAL_MINUTES": "60",
