@@ -19,6 +19,7 @@ from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from tests.scratch_db import scratch_database
 from tests.standins.openai_server import OpenAIStandIn
+from tests.standins.s3 import LocalS3, local_s3
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = REPO / "docs-sync"
@@ -79,6 +80,15 @@ def openai_standin() -> OpenAIStandIn:
 
 
 # -- State databases ------------------------------------------------------------------------------
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalS3]:
+    """A local S3 server with one bucket; this process gets its AWS_* variables."""
+    with local_s3() as server:
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+        yield server
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -8,7 +8,6 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
@@ -23,7 +22,7 @@ from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
 from rag.store import Store
 from sync.service import run_sync
-from tests.standins.s3 import LocalS3, local_s3
+from tests.standins.s3 import LocalS3
 from tests.test_sync_support import new_repo, sync_settings
 
 VACATION = "# Vacation Policy\n\nEvery employee gets {days} vacation days per calendar year.\n"
@@ -33,14 +32,6 @@ DOCS = {
     "ops/oncall.md": "# On-call\n\nThe on-call engineer answers pages within 15 minutes.\n",
     "ops/backups.md": "# Backups\n\nBackups are kept for 30 days.\n",
 }
-
-
-@pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalS3]:
-    with local_s3() as server:
-        for name, value in server.env().items():
-            monkeypatch.setenv(name, value)
-        yield server
 
 
 def bucket_settings(tmp_path: Path, s3: LocalS3, source: Path) -> Settings:

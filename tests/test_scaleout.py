@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +44,7 @@ from state.leases import Leases
 from state.ratelimit import RateWindow
 from state.sync_requests import SyncRequest
 from sync.lock import INDEX_WRITER
-from tests.standins.s3 import LocalS3, local_s3
+from tests.standins.s3 import LocalS3
 from tests.test_sync_support import new_repo
 
 REPO = Path(__file__).resolve().parent.parent
@@ -188,14 +188,6 @@ async def until(check: Any, timeout_s: float, message: str) -> None:
 
 def indexed_commit(s3: LocalS3) -> str | None:
     return Store(s3.uri("team/index"), refresh_s=0).meta().get("commit")
-
-
-@pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalS3]:
-    with local_s3() as server:
-        for name, value in server.env().items():
-            monkeypatch.setenv(name, value)
-        yield server
 
 
 @asynccontextmanager
