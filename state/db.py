@@ -11,6 +11,8 @@ repositories are written once, for both.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -83,6 +85,20 @@ def _engine_options(url: URL) -> dict[str, Any]:
     return {"pool_size": 1, "max_overflow": 0}
 
 
+def _wal(cursor: Any) -> None:
+    """Switch to WAL. Two processes opening a new file at once race for it, and SQLite answers
+    "database is locked" at once instead of waiting through the busy timeout: retry briefly."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def _configure_sqlite(engine: Engine) -> None:
     """WAL, busy timeout, foreign keys, and transactions that take the write lock at BEGIN."""
 
@@ -91,7 +107,7 @@ def _configure_sqlite(engine: Engine) -> None:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves, below
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _wal(cursor)
         # SQLite's advice for WAL: no fsync per commit (a power cut may lose the last commits,
         # never corrupt the file); a commit goes from ~10 ms to well under 1 ms.
         cursor.execute("PRAGMA synchronous = NORMAL")
