@@ -26,6 +26,7 @@ from sync.gitcmd import GitError
 from sync.service import run_sync
 from sync.status import load_status
 from sync.workcopy import work_dir
+from tests.conftest import REPO
 from tests.test_sync_support import assert_same_index, new_repo, sync_settings
 
 VACATION = """---
@@ -173,14 +174,22 @@ def test_rewritten_history_falls_back_to_reconcile(tmp_path: Path, embedder: Loc
     synced_equals_rebuild(settings, source, again, tmp_path, embedder)
 
 
+KILLED_LEASE_TTL_S = 1.0  # the writer lease of a killed sync expires after this
+
+
 def sync_process(settings, kill_at: str = "") -> subprocess.CompletedProcess:
-    """`docsbot sync` in a real child process, optionally killed (SIGKILL) at a point of the sync."""
-    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"),
+    """`docsbot sync` in a real child process, optionally killed (SIGKILL) at a point of the sync;
+    a killed one's writer lease has expired when this returns (as a standby would wait)."""
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "PYTHONPATH": str(REPO),
            "DOCSBOT_DATA_DIR": settings.data_dir, "DOCSBOT_REPO": settings.repo.get_secret_value(),
            "DOCSBOT_DEFAULT_LEVEL": "team", "DOCSBOT_REPO_WEB": settings.repo_web,
-           "DOCSBOT_SYNC_KILL_AT": kill_at}
-    return subprocess.run([sys.executable, "-m", "docsbot.cli", "sync"], env=env, cwd=Path(settings.data_dir).parent,
+           "DOCSBOT_SYNC_KILL_AT": kill_at, "DOCSBOT_SYNC_LEASE_TTL_S": str(KILLED_LEASE_TTL_S),
+           "DOCSBOT_SYNC_LEASE_RENEW_S": "0.3"}
+    done = subprocess.run([sys.executable, "-m", "docsbot.cli", "sync"], env=env, cwd=Path(settings.data_dir).parent,
                           capture_output=True, text=True, timeout=120)
+    if done.returncode == -signal.SIGKILL:
+        time.sleep(KILLED_LEASE_TTL_S + 0.3)
+    return done
 
 
 async def test_killed_sync_keeps_answering_and_the_next_sync_converges(tmp_path: Path, embedder: LocalMiniLM) -> None:
