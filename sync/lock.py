@@ -80,7 +80,7 @@ class WriterLease:
         while not await self._try_or_wait():
             if not announced:
                 current = await self.current_holder()
-                log.warning("standing by: %s holds the index-writer lease", current or "another process")
+                log.info("standing by: %s holds the index-writer lease", current or "another process")
                 announced = True
             await asyncio.sleep(self.renew_s)
 

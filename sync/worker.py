@@ -53,7 +53,7 @@ class SyncWorker:
             while not stop.is_set():
                 if not await _until(self.lease.wait_acquire(), stop):
                     return
-                log.warning("%s holds the index-writer lease: syncing", self.lease.holder)
+                log.info("%s holds the index-writer lease: syncing", self.lease.holder)
                 await self._work(stop)
         finally:
             await self.lease.release()
