@@ -12,7 +12,6 @@ telling the asker privately.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -266,10 +265,9 @@ class Answerer:
     async def _log(self, q: Question, answer: Answer, answer_id: str, asker: Level, audience: Level, ts: str) -> None:
         """A failed write is logged and the answer still posted: feedback on it is then refused."""
         try:
-            index_commit = (await asyncio.to_thread(self.engine.store.meta)).get("commit") or ""
             await self.answer_log.record(
                 answer, asker=q.user, asker_level=asker.name, audience_level=audience.name, channel=q.channel,
-                message_ts=ts, thread_ts=q.thread_ts, history=q.history, index_commit=index_commit,
+                message_ts=ts, thread_ts=q.thread_ts, history=q.history, index_commit=answer.index_commit,
                 answer_id=answer_id,
             )
         except StateUnavailable as exc:

@@ -59,6 +59,7 @@ class Answer:
     retry_after: float | None = None
     detail: str = ""  # the technical reason behind an abstention (for logs and operators)
     retrieved: list[dict[str, Any]] = field(default_factory=list)  # selected chunks: id, path, score...
+    index_commit: str = ""  # the commit the index recorded when the question was answered
 
     def to_json(self) -> dict[str, Any]:
         return {

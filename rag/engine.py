@@ -134,7 +134,8 @@ class Engine:
         answer = Answer(question, "", False, None, [], diag, level.name, model=self.generator.name)
         try:
             # A read of the meta table: off the event loop, like the query embedding.
-            await asyncio.to_thread(self.store.check_embedding, self.embedder.name, self.embedder.dim)
+            meta = await asyncio.to_thread(self.store.check_embedding, self.embedder.name, self.embedder.dim)
+            answer.index_commit = meta.get("commit") or ""
             retrieval, vector, timings = await self.search(question, level, history)
             diag.timings_ms.update(timings)
             blocked = await self._blocked(vector, level, retrieval)

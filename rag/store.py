@@ -224,14 +224,16 @@ class Store:
         else:
             table.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(data)
 
-    def check_embedding(self, model: str, dim: int) -> None:
-        """Raise IndexMismatch when the index was built with another embedding model."""
-        built = self.meta().get("embedding")
+    def check_embedding(self, model: str, dim: int) -> dict[str, Any]:
+        """The index's metadata; IndexMismatch when it was built with another embedding model."""
+        meta = self.meta()
+        built = meta.get("embedding")
         if built and (built["model"], built["dim"]) != (model, dim):
             raise IndexMismatch(
                 f"the index was built with {built['model']} (dimension {built['dim']}) but "
                 f"{model} (dimension {dim}) is configured: run `docsbot index` to rebuild it"
             )
+        return meta
 
     # -- vector cache -------------------------------------------------------------------------
     def cached_vectors(self, text_hashes: list[str]) -> dict[str, np.ndarray]:

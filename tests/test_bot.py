@@ -87,7 +87,9 @@ async def test_feedback_button_thanks_privately(local: LocalSlack) -> None:
     [update] = updates(local)
     up = buttons(update)[0]
     answer_id = up["value"]
-    assert (await local.bot.services.answer_log.get(answer_id)).question == VPN
+    logged = await local.bot.services.answer_log.get(answer_id)
+    indexed = local.bot.services.engine.store.meta()["commit"]
+    assert logged.question == VPN and indexed and logged.index_commit == indexed
     delivered = await local.slack.click(demo.BOB, demo.GENERAL, up, update)
     await local.settle()
     assert delivered.status == 200
