@@ -26,7 +26,7 @@ from bot.directory import Audience, Directory
 from bot.limits import AnswerQueue
 from bot.placeholders import Placeholders
 from bot.streaming import StreamedReply
-from rag.answer import ABSTAIN_MESSAGES, Answer, Diagnostics
+from rag.answer import Answer
 from rag.engine import Engine
 from rag.generation import TextSink
 from rag.levels import Level
@@ -247,17 +247,7 @@ class Answerer:
         return self.stream_replies and q.thread_ts is not None
 
     async def _ask(self, q: Question, level: Level, on_text: TextSink | None) -> Answer:
-        """Answer at `level`. A chunk deleted by a sync between search and read is retried once,
-        then treated as a miss."""
-        for attempt in (1, 2):
-            try:
-                answer = await self.engine.ask(q.text, level, q.history, on_text=on_text)
-                break
-            except KeyError as exc:
-                log.warning("a chunk vanished while answering (%s), attempt %d", exc, attempt)
-        else:
-            answer = Answer(q.text, ABSTAIN_MESSAGES["no_match"], False, "no_match", [], Diagnostics(), level.name,
-                            detail="the matching chunks were removed while answering")
+        answer = await self.engine.ask(q.text, level, q.history, on_text=on_text)
         if answer.abstain_reason:
             log.info("abstained (%s): %s", answer.abstain_reason, answer.detail)
         return answer

@@ -155,11 +155,11 @@ def select(fused: list[Candidate], dense: list[Hit], text: list[Hit], weights: t
 async def rerank(store: Store, reranker: Reranker, query_text: str, fused: list[Candidate]) -> list[Candidate]:
     """The reranker's order of the top fused candidates (their fused scores become rank-based, so
     MMR follows it), the rest after them. Raises RerankError: the caller keeps the fused order."""
-    head = fused[: reranker.top_n]
-    rows = await store.rows([c.chunk_id for c in head])
+    rows = await store.rows([c.chunk_id for c in fused[: reranker.top_n]])
+    head = [c for c in fused[: reranker.top_n] if c.chunk_id in rows]  # not a chunk a sync just removed
     documents = [_passage(rows[c.chunk_id]) for c in head]
     order = await reranker.order(query_text, documents)
-    ranked = [head[i] for i in order] + fused[len(head):]
+    ranked = [head[i] for i in order] + fused[reranker.top_n:]
     for position, cand in enumerate(ranked):
         cand.fused = 1.0 / (position + 1)
     return ranked
@@ -194,7 +194,23 @@ async def retrieve(
     reranker: Reranker | None = None,
 ) -> Retrieval:
     """Search, fuse, rerank when a reranker is configured, select, then read the final k rows
-    whole. A reranker failure keeps the fused order and is reported in `rerank`."""
+    whole. A reranker failure keeps the fused order and is reported in `rerank`.
+
+    A sync that replaces a document between the search and the row read removes chunks that were
+    selected: the search runs once more (it then sees the new version), and chunks still gone are
+    left out rather than failing the question."""
+    args = (store, query_vector, query_text, max_rank, settings, mode, reranker)
+    result = await _retrieve_once(*args)
+    selected = await fill_rows(store, result.selected)
+    if len(selected) < len(result.selected):
+        result = await _retrieve_once(*args)
+        selected = await fill_rows(store, result.selected)
+    result.selected = selected
+    return result
+
+
+async def _retrieve_once(store: Store, query_vector: np.ndarray, query_text: str, max_rank: int, settings: Settings,
+                         mode: Mode, reranker: Reranker | None) -> Retrieval:
     dense, text = await search_lists(store, query_vector, query_text, max_rank, settings.candidates, mode)
     weights = list_weights(text, query_text, settings, mode)
     fused = fuse(dense, text, query_vector, weights, settings.rrf_k, settings.doc_fusion)
@@ -209,11 +225,14 @@ async def retrieve(
         rerank_ms = round((time.perf_counter() - started) * 1000, 2)
     result = select(fused, dense, text, weights, settings)
     result.rerank, result.rerank_ms = status, rerank_ms
-    await fill_rows(store, result.selected)
     return result
 
 
-async def fill_rows(store: Store, selected: list[Candidate]) -> None:
+async def fill_rows(store: Store, selected: list[Candidate]) -> list[Candidate]:
+    """The selected candidates with their whole rows, in order, leaving out any whose chunk no
+    longer exists (a sync removed it after the search)."""
     rows = await store.rows([c.chunk_id for c in selected])
-    for c in selected:
+    kept = [c for c in selected if c.chunk_id in rows]
+    for c in kept:
         c.row.update(rows[c.chunk_id])
+    return kept

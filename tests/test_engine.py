@@ -3,11 +3,13 @@ import re
 import time
 
 import numpy as np
+import pyarrow as pa
 
 from rag.engine import Engine
 from rag.followup import REWRITE_PROMPT
 from rag.generation import ExtractiveAnswerer, OpenAIChat
 from rag.levels import Level
+from rag.retrieval import fill_rows
 from rag.store import Store
 from tests.conftest import make_settings
 
@@ -113,3 +115,16 @@ async def test_a_slow_rewrite_falls_back_to_the_heuristic(sample_engine: Engine,
     query = await engine.search_query("and on Linux?", history)
     assert query == "How do I set up the VPN on macOS?\nand on Linux?"
     assert time.perf_counter() - started < 0.9
+
+
+async def test_a_chunk_removed_after_the_search_is_left_out_not_an_error(sample_engine: Engine):
+    """A sync that replaces a document between the search and the row read: its chunks are gone."""
+    retrieval, _, _ = await sample_engine.search("How long is a VPN configuration valid?", Level.restricted)
+    first = retrieval.selected[0].row["doc_path"]
+    empty = pa.Table.from_pylist([], schema=sample_engine.store.chunks().schema)
+    sample_engine.store.write(empty, [first])  # a real commit removing that document's chunks
+    kept = await fill_rows(sample_engine.store, retrieval.selected)
+    assert kept and all(c.row["doc_path"] != first for c in kept)
+    assert [c.chunk_id for c in kept] == [c.chunk_id for c in retrieval.selected if c.row["doc_path"] != first]
+    again, _, _ = await sample_engine.search("How long is a VPN configuration valid?", Level.restricted)
+    assert again.selected and all(c.row["doc_path"] != first and "text" in c.row for c in again.selected)
