@@ -46,6 +46,7 @@ def read_status(store: Store, recorded: dict[str, Any], progress: dict[str, int]
         counts, error = {"documents": None, "chunks": None}, str(exc)
     return {
         "syncing": progress,
+        "mirror": store.mirror.status() if store.mirror is not None else None,
         "commit": meta.get("commit"),
         "commit_date": meta.get("commit_date"),
         **counts,
@@ -81,6 +82,8 @@ def render_status(status: dict[str, Any]) -> str:
         f"documents: {status['documents']}, chunks: {status['chunks']}" if not status["index_error"]
         else f"index: UNREADABLE: {status['index_error']}",
     ]
+    if status.get("mirror"):
+        lines.append(_mirror_line(status["mirror"]))
     last, syncing = status["last_sync"], status.get("syncing")
     if syncing:
         lines.append(f"syncing: {syncing['done']:,} / {syncing['total']:,} chunks embedded")
@@ -102,6 +105,16 @@ def render_status(status: dict[str, Any]) -> str:
         writer = f"{status['writer']} (since {status['writer_since']})" if status["writer"] else "none running"
         lines.append(f"sync worker: {writer}; requests waiting: {status['pending_requests']}")
     return "\n".join(lines)
+
+
+def _mirror_line(mirror: dict[str, Any]) -> str:
+    """Where a replica reads the index: its local copy of the bucket, and how current it is."""
+    version = mirror["versions"].get("chunks")
+    copy = f"version {version} copied at {mirror['taken_at']}" if version is not None else "nothing copied yet"
+    if mirror["unreachable_since"]:
+        return (f"served from a local copy of {mirror['mirror_of']} ({copy}); the bucket is unreachable since "
+                f"{mirror['unreachable_since']}: {mirror['error']}")
+    return f"served from a local copy of {mirror['mirror_of']} ({copy}); bucket checked at {mirror['checked_at']}"
 
 
 def _short(commit: str) -> str:
