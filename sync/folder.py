@@ -49,7 +49,7 @@ def index_folder(engine: Engine, root: Path, rebuild: bool = False) -> IndexStat
     (rag.rebuild), recording the commit it was read at like a sync does."""
     if not root.is_dir():
         raise UserError(f"docs folder {root} does not exist")
-    with writer_lease(engine.settings), recording(engine.settings):
+    with writer_lease(engine.settings) as lease, recording(lease):
         provenance = folder_provenance(root)
         stats = rebuild_index(engine, root, provenance) if rebuild else engine.index_folder(root, provenance)
         commit, date = head_commit(root)

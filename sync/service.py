@@ -51,7 +51,7 @@ def run_sync(settings: Settings, embedder: Embedder | None = None, lease: Writer
     store = Store(settings.data_dir)
     started = time.perf_counter()
     try:
-        with recording(settings), span("sync"):
+        with recording(lease), span("sync"):
             folder = local_folder(settings)
             if folder is None:
                 report = _sync_git(settings, store, embedder, started, lease)
