@@ -76,6 +76,10 @@ class IndexUnreadable(StoreError):
     """Lance or the file system failed on the index (a data file deleted, a disk error...)."""
 
 
+class WriteRefused(StoreError):
+    """This process may no longer write the index (it lost the index-writer lease)."""
+
+
 _RUST_LOCATION = re.compile(r",?\s*/\S+\.rs:\d+:\d+")
 
 
@@ -190,6 +194,10 @@ class Store:
         self._view = _View()
         self._ann: _AnnState | None = None
         self.mirror: Any | None = None  # the rag.mirror.MirroredIndex keeping a pinned store current
+        # Asked right before each commit that changes what readers see: None, or why this process
+        # must not write (sync/lock.py: the index-writer lease was lost). The vector cache is
+        # not asked: it maps a text's hash to its vector, so a late write there is harmless.
+        self.may_write: Callable[[], str | None] | None = None
 
     # -- tables -----------------------------------------------------------------------------
     def pin(self, versions: dict[str, int]) -> None:
@@ -246,7 +254,13 @@ class Store:
         rows = table.to_arrow().to_pylist()
         return {row["key"]: json.loads(row["value"]) for row in rows}
 
+    def _before_commit(self) -> None:
+        reason = self.may_write() if self.may_write is not None else None
+        if reason:
+            raise WriteRefused(f"{reason}: stopped before writing to the index at {self.label}")
+
     def set_meta(self, **values: Any) -> None:
+        self._before_commit()
         data = meta_table(values)
         table = self._table(META)
         if table is None:
@@ -299,6 +313,7 @@ class Store:
 
     def reset(self) -> None:
         """Drop everything (a rebuild with another embedding model)."""
+        self._before_commit()
         for name in (CHUNKS, VECTORS, META):
             if self._table(name) is not None:
                 self._db.drop_table(name)
@@ -311,6 +326,7 @@ class Store:
 
         replace_paths=None means a full rebuild: every chunk not in `rows` is deleted.
         """
+        self._before_commit()
         table = self._table(CHUNKS)
         if table is None:
             self._view.tables[CHUNKS] = table = self._db.create_table(CHUNKS, schema=rows.schema)
@@ -334,6 +350,7 @@ class Store:
         """Swap a table's whole content for `data` in one commit: a new version of the same table,
         so readers keep the old rows until it lands and none of the old files is read (it works
         on an index whose data files are damaged, and on object stores)."""
+        self._before_commit()
         table = self._view.tables[name] = self._db.create_table(name, data, mode="overwrite")
         if name == CHUNKS:
             _index_chunks(table)  # until these exist, searches scan (slower, same results)
@@ -359,6 +376,7 @@ class Store:
 
         `ann_min_rows` is recorded in meta: a reader routes a search whose access filter passes
         fewer rows than that to a flat scan, which is then faster and exact."""
+        self._before_commit()
         table = self.chunks()
         if self.meta().get("ann_min_rows") != ann_min_rows:
             self.set_meta(ann_min_rows=ann_min_rows)

@@ -9,7 +9,7 @@ from rag.engine import Engine
 from rag.indexer import IndexStats, Provenance
 from rag.rebuild import rebuild_index
 from sync.gitcmd import GitError, git, last_commits, toplevel
-from sync.lock import writer_lease
+from sync.lock import checked_writes, writer_lease
 from sync.progress import recording
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def index_folder(engine: Engine, root: Path, rebuild: bool = False) -> IndexStat
     (rag.rebuild), recording the commit it was read at like a sync does."""
     if not root.is_dir():
         raise UserError(f"docs folder {root} does not exist")
-    with writer_lease(engine.settings) as lease, recording(lease):
+    with writer_lease(engine.settings) as lease, recording(lease), checked_writes(engine.store, lease):
         provenance = folder_provenance(root)
         stats = rebuild_index(engine, root, provenance) if rebuild else engine.index_folder(root, provenance)
         commit, date = head_commit(root)

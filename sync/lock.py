@@ -2,8 +2,11 @@
 
 The holder renews the lease every DOCSBOT_SYNC_LEASE_RENEW_S; when it dies (or loses the
 database for longer than DOCSBOT_SYNC_LEASE_TTL_S) the lease expires and a standby takes it
-within one renewal period. A writer checks that it still holds the lease before it writes, so a
-holder cut off from the state store stops writing once a standby may have taken over.
+within one renewal period. A writer renews the lease right before each commit to the index
+(`checked_writes`), so a holder that lost it, or was cut off from the state store long enough
+for a standby to take over, stops before its next commit. What is left: a commit that is still
+landing DOCSBOT_SYNC_LEASE_TTL_S after that renewal (or less, by the clock skew between hosts)
+may overlap with a standby's first commit.
 
 `WriterLease` is for the long-running worker (held across many syncs, on its event loop);
 `writer_lease()` is for one-shot writers (`docsbot sync`, `docsbot index`, `make run`): it takes
@@ -26,6 +29,7 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from docsbot.settings import Settings
+from rag.store import Store
 from state.db import StateDB, StateUnavailable, open_state
 from state.leases import Leases
 from sync.errors import SyncBusy, SyncError
@@ -125,6 +129,18 @@ class WriterLease:
             except StateUnavailable as exc:  # it expires by itself
                 log.warning("could not release the writer lease: %s", exc)
 
+    def confirm(self) -> str | None:
+        """Renew the lease now, from a sync thread, so it stays ours for a whole TTL from here:
+        None, or why this process may not write. With the state store unreachable, the last
+        renewal still counts until it would have expired."""
+        try:
+            self.call(self._take)
+        except StateUnavailable as exc:
+            log.warning("could not renew the writer lease before writing: %s", exc)
+        if self.held:
+            return None
+        return "this process no longer holds the index-writer lease (another writer may have taken over)"
+
     def check(self) -> None:
         """Raise SyncError when this process no longer holds the lease (called before writes)."""
         if not self.held:
@@ -136,6 +152,17 @@ class WriterLease:
         assert self._loop is not None, "call() needs a held lease"
         future: Future[T] = asyncio.run_coroutine_threadsafe(_awaited(make), self._loop)
         return future.result()
+
+
+@contextmanager
+def checked_writes(store: Store, lease: WriterLease) -> Iterator[Store]:
+    """Inside the block, each commit to `store` first renews `lease` (one state-store round
+    trip) and is refused (WriteRefused) when the lease is no longer this process's."""
+    store.may_write = lease.confirm
+    try:
+        yield store
+    finally:
+        store.may_write = None
 
 
 async def _awaited(make: Callable[[], Awaitable[T]]) -> T:
