@@ -24,7 +24,6 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
-import shutil
 import tempfile
 import threading
 import time
@@ -32,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 import pyarrow.fs as pafs
 
@@ -218,11 +217,11 @@ def _describe(versions: dict[str, int]) -> str:
 class MirroredIndex:
     """A Store over the local copy of a remote index, kept current from a background thread."""
 
-    def __init__(self, uri: str, folder: Path, refresh_s: float, owned: bool = False) -> None:
+    def __init__(self, uri: str, folder: Path, refresh_s: float, release: Callable[[], None] | None = None) -> None:
         self.uri = uri
         self.folder = folder
         self.refresh_s = refresh_s
-        self._owned = owned  # a private temporary folder, removed by close()
+        self._release = release  # gives the folder up (see mirror_folder)
         self.mirror = IndexMirror(uri, folder)
         self.store = Store(str(folder), refresh_s=None, label=uri)
         self.store.mirror = self
@@ -274,8 +273,8 @@ class MirroredIndex:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        if self._owned:
-            shutil.rmtree(self.folder, ignore_errors=True)
+        if self._release is not None:
+            self._release()
 
     def status(self) -> dict[str, Any]:
         """For `/docs status`: what is served, and whether the bucket answers."""
@@ -293,21 +292,23 @@ def is_remote(uri: str) -> bool:
     return "://" in uri and not uri.startswith("file://")
 
 
-def mirror_folder(settings: Settings) -> tuple[Path, bool]:
-    """(folder, owned): `<DOCSBOT_WORK_DIR>/index-mirror`, kept across restarts, when this process
-    can lock it; otherwise a private temporary folder removed at exit (owned)."""
+def mirror_folder(settings: Settings) -> tuple[Path, Callable[[], None]]:
+    """(folder, release): `<DOCSBOT_WORK_DIR>/index-mirror`, kept across restarts, when this
+    process can lock it (release unlocks it); otherwise a private temporary folder, removed by
+    release or at exit."""
     if settings.work_dir:
         folder = Path(settings.work_dir) / "index-mirror"
         folder.mkdir(parents=True, exist_ok=True)
-        lock = open(folder / ".lock", "w")  # held (and so left open) for the life of the process
+        lock = open(folder / ".lock", "w")  # locked while open: `release` keeps it referenced
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return folder, False
+            return folder, lock.close
         except BlockingIOError:
             lock.close()
             log.error("another process mirrors the index into %s: give each replica its own "
                       "DOCSBOT_WORK_DIR; using a temporary copy", folder)
-    return Path(tempfile.mkdtemp(prefix="docsbot-index-mirror-")), True
+    scratch = tempfile.TemporaryDirectory(prefix="docsbot-index-mirror-")  # its finalizer removes it at exit
+    return Path(scratch.name), scratch.cleanup
 
 
 def open_index(settings: Settings, read_only: bool = False) -> Store:
@@ -315,5 +316,5 @@ def open_index(settings: Settings, read_only: bool = False) -> Store:
     storage reads a local mirror of it (started here); every other reads DOCSBOT_DATA_DIR."""
     if not (read_only and is_remote(settings.data_dir)):
         return Store(settings.data_dir, refresh_s=settings.index_refresh_s)
-    folder, owned = mirror_folder(settings)
-    return MirroredIndex(settings.data_dir, folder, settings.index_refresh_s, owned).start().store
+    folder, release = mirror_folder(settings)
+    return MirroredIndex(settings.data_dir, folder, settings.index_refresh_s, release).start().store

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +30,9 @@ import lancedb  # noqa: E402
 from lancedb.index import FTS, Bitmap, BTree, IvfSq  # noqa: E402
 
 from docsbot.observability.tracing import traced  # noqa: E402
+
+if TYPE_CHECKING:
+    from rag.mirror import MirroredIndex
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +196,7 @@ class Store:
         self._db = lancedb.connect(uri, read_consistency_interval=self._interval)
         self._view = _View()
         self._ann: _AnnState | None = None
-        self.mirror: Any | None = None  # the rag.mirror.MirroredIndex keeping a pinned store current
+        self.mirror: MirroredIndex | None = None  # what keeps a pinned store current (a replica's copy)
         # Asked right before each commit that changes what readers see: None, or why this process
         # must not write (sync/lock.py: the index-writer lease was lost). The vector cache is
         # not asked: it maps a text's hash to its vector, so a late write there is harmless.

@@ -17,10 +17,11 @@ from eval.bench_sync import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
-from rag.mirror import PARTIAL, MirroredIndex, manifest_version
+from rag.mirror import PARTIAL, MirroredIndex, manifest_version, mirror_folder
 from rag.store import Store
 from sync.service import run_sync
 from sync.status import read_status, render_status
+from tests.conftest import make_settings
 from tests.standins.s3 import LocalS3
 from tests.test_s3_index import DOCS, VACATION, bucket_settings, cited_commit
 from tests.test_sync_support import new_repo
@@ -169,3 +170,15 @@ def test_files_the_bucket_cleaned_up_leave_the_mirror_one_refresh_later(
     mirror.refresh()
     here = {f for f in local_files(tmp_path / "mirror") if f.startswith(data)}
     assert here == {f for f in bucket_files(s3, "team/index/") if f.startswith(data)}
+
+
+def test_one_process_at_a_time_keeps_its_mirror_in_the_work_dir(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    settings = make_settings("s3://bucket/index", work_dir=str(tmp_path / "work"))
+    kept, release = mirror_folder(settings)
+    assert kept == tmp_path / "work" / "index-mirror"
+    other, release_other = mirror_folder(settings)  # a second replica given the same work dir
+    assert other != kept and other.is_dir() and "give each replica its own DOCSBOT_WORK_DIR" in caplog.text
+    release_other()
+    assert not other.exists()  # a temporary copy is removed
+    release()
+    assert mirror_folder(settings)[0] == kept  # free again once the first one let go
