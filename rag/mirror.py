@@ -83,14 +83,22 @@ class IndexMirror:
     """Copies the newest versions of a remote index's searched tables into `folder`."""
 
     def __init__(self, uri: str, folder: Path) -> None:
+        """ValueError when pyarrow has no file system for the URI's scheme."""
         self.uri = uri
         self.folder = folder
-        try:
-            self.fs, self.root = pafs.FileSystem.from_uri(uri)
-        except (OSError, ValueError) as exc:
-            raise MirrorUnavailable(f"cannot open {uri}: {exc}") from exc
-        self.root = self.root.rstrip("/")
+        self.fs: pafs.FileSystem | None = None
+        self.root = ""
         self._kept: set[str] | None = None  # the remote's files at the last copy (None: unknown)
+        try:
+            self._connect()
+        except OSError:  # e.g. the bucket's region cannot be looked up now: refresh() tries again
+            pass
+
+    def _connect(self) -> pafs.FileSystem:
+        if self.fs is None:
+            self.fs, root = pafs.FileSystem.from_uri(self.uri)
+            self.root = root.rstrip("/")
+        return self.fs
 
     # -- the saved state ---------------------------------------------------------------------
     def saved(self) -> Snapshot | None:
@@ -124,6 +132,7 @@ class IndexMirror:
             raise MirrorUnavailable(f"{self.uri}: {_first_line(exc)}") from exc
 
     def _refresh(self, current: Snapshot | None) -> Snapshot | None:
+        self._connect()
         manifests = self._newest_manifests()
         if CHUNKS not in manifests:
             return None
@@ -150,7 +159,7 @@ class IndexMirror:
         newest: dict[str, pafs.FileInfo] = {}
         for table in MIRRORED:
             selector = pafs.FileSelector(f"{self.root}/{table}.lance/{VERSIONS}", allow_not_found=True)
-            infos = [i for i in self.fs.get_file_info(selector)
+            infos = [i for i in self._connect().get_file_info(selector)
                      if i.type == pafs.FileType.File and manifest_version(i.base_name) is not None]
             if infos:
                 newest[table] = max(infos, key=lambda i: manifest_version(i.base_name) or 0)
@@ -160,7 +169,7 @@ class IndexMirror:
         """The table's data, deletion and index files (relative to the index root)."""
         selector = pafs.FileSelector(f"{self.root}/{table}.lance", recursive=True, allow_not_found=True)
         prefix = len(self.root) + 1
-        rels = [i.path[prefix:] for i in self.fs.get_file_info(selector) if i.type == pafs.FileType.File]
+        rels = [i.path[prefix:] for i in self._connect().get_file_info(selector) if i.type == pafs.FileType.File]
         return [r for r in rels if not r.startswith((f"{table}.lance/{VERSIONS}/", f"{table}.lance/{WRITERS_ONLY}"))]
 
     def _copy(self, rels: list[str]) -> list[int]:
@@ -175,7 +184,7 @@ class IndexMirror:
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f"{target.name}{PARTIAL}{threading.get_ident()}")
         try:
-            with self.fs.open_input_stream(f"{self.root}/{rel}") as source, open(partial, "wb") as sink:
+            with self._connect().open_input_stream(f"{self.root}/{rel}") as source, open(partial, "wb") as sink:
                 size = _pour(source, sink)
             partial.replace(target)
             return size
@@ -313,8 +322,14 @@ def mirror_folder(settings: Settings) -> tuple[Path, Callable[[], None]]:
 
 def open_index(settings: Settings, read_only: bool = False) -> Store:
     """The index as this process should read it: a read-only process whose index is on object
-    storage reads a local mirror of it (started here); every other reads DOCSBOT_DATA_DIR."""
-    if not (read_only and is_remote(settings.data_dir)):
-        return Store(settings.data_dir, refresh_s=settings.index_refresh_s)
-    folder, release = mirror_folder(settings)
-    return MirroredIndex(settings.data_dir, folder, settings.index_refresh_s, release).start().store
+    storage reads a local mirror of it (started here); every other reads DOCSBOT_DATA_DIR, as
+    does a replica whose URI pyarrow cannot list (LanceDB may still read it)."""
+    if read_only and is_remote(settings.data_dir):
+        folder, release = mirror_folder(settings)
+        try:
+            return MirroredIndex(settings.data_dir, folder, settings.index_refresh_s, release).start().store
+        except ValueError as exc:
+            release()
+            log.warning("no local mirror of %s (%s): searches read it directly, and stop while it is "
+                        "unreachable", settings.data_dir, _first_line(exc))
+    return Store(settings.data_dir, refresh_s=settings.index_refresh_s)

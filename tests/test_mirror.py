@@ -17,7 +17,7 @@ from eval.bench_sync import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
-from rag.mirror import PARTIAL, MirroredIndex, manifest_version, mirror_folder
+from rag.mirror import PARTIAL, MirroredIndex, manifest_version, mirror_folder, open_index
 from rag.store import Store
 from sync.service import run_sync
 from sync.status import read_status, render_status
@@ -182,3 +182,13 @@ def test_one_process_at_a_time_keeps_its_mirror_in_the_work_dir(tmp_path: Path, 
     assert not other.exists()  # a temporary copy is removed
     release()
     assert mirror_folder(settings)[0] == kept  # free again once the first one let go
+
+
+def test_a_uri_pyarrow_cannot_list_is_read_directly_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = make_settings("memory://docsbot/index", work_dir=str(tmp_path / "work"))  # LanceDB's, not pyarrow's
+    store = open_index(settings, read_only=True)
+    assert store.mirror is None and store.uri == settings.data_dir
+    assert "no local mirror of memory://docsbot/index" in caplog.text
+    assert mirror_folder(settings)[0] == tmp_path / "work" / "index-mirror"  # its lock was let go
