@@ -45,6 +45,7 @@ from state.leases import Leases
 from state.ratelimit import RateWindow
 from state.sync_requests import SyncRequest
 from sync.lock import INDEX_WRITER
+from sync.status import recorded_status
 from tests.standins.s3 import LocalS3
 from tests.test_sync_support import new_repo
 
@@ -321,7 +322,8 @@ async def test_a_push_mid_sync_reaches_the_other_replica_and_a_standby_replaces_
         await bring_up(c, standby=True)
 
         async def mid_sync() -> bool:
-            return any(r.claimed_at is not None and r.finished_at is None for r in await c.requests())
+            """Embedding, so past its fetch: a commit made now is not in this sync."""
+            return (await recorded_status(c.db))["syncing"] is not None
 
         async def parking_cited(commit: str) -> bool:
             ts = await ask(c, "B", demo.ALICE, demo.GENERAL, PARKING_Q)

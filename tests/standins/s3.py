@@ -6,6 +6,7 @@ object storage. Our code only sees the standard AWS_* variables, exactly as agai
 from __future__ import annotations
 
 import logging
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -59,6 +60,8 @@ def local_s3(bucket: str = "docsbot") -> Iterator[LocalS3]:
     server.start()
     host, port = server.get_host_and_port()
     s3 = LocalS3(f"http://{host}:{port}", bucket, server)
+    # moto keeps every server's objects in this process: start each test from an empty store.
+    urllib.request.urlopen(urllib.request.Request(f"{s3.endpoint}/moto-api/reset", method="POST")).close()
     boto3.client("s3", endpoint_url=s3.endpoint, **_credentials(s3.env())).create_bucket(Bucket=bucket)
     try:
         yield s3
