@@ -13,8 +13,8 @@ and a file already here is complete (each is copied under a temporary name, then
   versions pinned (what it did copy is reused next time).
 - Bucket unreachable: searches go on from the last copy; one WARNING when the outage starts, one
   INFO when it ends. The copy and its pins survive a restart (`mirror.json`).
-- Files the bucket no longer has (a writer's cleanup of old versions) are deleted here one
-  refresh later, once no search can still be reading them.
+- Files the bucket no longer has (a writer's cleanup of old versions) are deleted here with the
+  copy of the version after the one they vanished at, when no search can still be reading them.
 
 Only pyarrow's file systems are used (`FileSystem.from_uri`): credentials and endpoint come from
 the standard AWS_* variables, exactly as LanceDB reads them.
@@ -193,7 +193,7 @@ class IndexMirror:
 
     def _prune(self, listed: set[str]) -> None:
         """Delete files neither this listing nor the previous one has: the bucket dropped them
-        (old versions cleaned up) at least one refresh ago, so no search still reads them."""
+        (old versions cleaned up) before the previous copy, so no search still reads them."""
         previous, self._kept = self._kept, listed
         if previous is None:  # the first copy of this process: what older versions need is unknown
             return
