@@ -100,7 +100,7 @@ def build_bot(
         answer_log=answer_log,
         work=BackgroundWork(),
         dedupe=Dedupe(state),
-        status=lambda: status_text(settings, engine.store, state),
+        status=lambda: status_text(engine.store, state),
         run_sync=run_sync,
     )
     access.on_invalid = lambda previous, problem: services.work.spawn(

@@ -45,7 +45,9 @@ def slack_configured(settings: Settings) -> bool:
 
 
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
-    engine = Engine.from_settings(settings)
+    # A replica never writes the index (unless --docs asks it to index a folder first): an index
+    # in a bucket is read from a local mirror, which keeps answering when the bucket does not.
+    engine = Engine.from_settings(settings, read_only=not args.docs)
     ensure_index(engine, Path(args.docs) if args.docs else None)
     return serve_slack(settings, engine, with_worker=False)
 

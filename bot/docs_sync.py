@@ -15,7 +15,6 @@ from docsbot.settings import Settings
 from rag.store import Store
 from state.db import StateDB, StateUnavailable
 from state.sync_requests import SyncRequests
-from sync.progress import read_progress
 from sync.status import current_status, render_status
 from sync.webhook import webhook_route
 
@@ -23,10 +22,10 @@ log = logging.getLogger(__name__)
 
 
 
-async def status_text(settings: Settings, store: Store, db: StateDB) -> str:
+async def status_text(store: Store, db: StateDB) -> str:
     """What `/docs status` shows (the same as `docsbot status`)."""
     try:
-        status = await current_status(store, db, read_progress(settings))
+        status = await current_status(store, db)
         return "*Docs index*\n```" + render_status(status) + "```"
     except Exception:
         log.exception("reading the index status failed")

@@ -103,8 +103,7 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     if args.docs:
         settings = settings.model_copy(update={"docs_dir": args.docs})
     engine = Engine.from_settings(settings)
-    wait_s = settings.sync_lease_ttl_s + settings.sync_lease_renew_s  # a console killed just before
-    print_index(index_folder(engine, Path(settings.docs_dir), wait_s), False)
+    print_index(index_folder(engine, Path(settings.docs_dir)), False)  # waits out a console killed just before
     return run_bot(settings, engine)
 
 

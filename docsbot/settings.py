@@ -271,6 +271,8 @@ class Settings(BaseSettings):
     # Branch to follow; empty means the remote's default branch (its HEAD).
     branch: str = ""
     # Private working copy and lock file; default `<data_dir>/sync` (required when data_dir is a URI).
+    # A replica (`docsbot serve`) with an index in a bucket keeps its mirror of the index in
+    # `<work_dir>/index-mirror` (unset: a temporary folder, removed at exit).
     work_dir: str = ""
     # Scheduled syncs: every N minutes, or a 5-field cron expression (wins when set), with jitter.
     sync_interval_minutes: float = 5.0
@@ -290,7 +292,8 @@ class Settings(BaseSettings):
     sync_kill_at: Literal["", "before-write", "after-write"] = ""
 
     # -- Running several processes (sync/lock.py, state/sync_requests.py, rag/store.py) -------------
-    # Seconds within which a replica sees a new index version (LanceDB read_consistency_interval).
+    # Seconds within which a reader sees a new index version: how often a replica checks the bucket
+    # for one to copy into its mirror (at least 1 s), LanceDB's read_consistency_interval elsewhere.
     index_refresh_s: float = 10.0
     # The index-writer lease in the state store: it expires this long after its holder's last
     # renewal (a standby takes over then) and is renewed this often.

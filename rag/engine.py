@@ -24,6 +24,7 @@ from rag.followup import Rewriter, search_query
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
 from rag.levels import Level
+from rag.mirror import open_index
 from rag.prompt import select_sources
 from rag.rerank import Reranker, make_reranker
 from rag.retrieval import Candidate, Mode, Retrieval, retrieve
@@ -54,8 +55,10 @@ class Engine:
             self.rewriter = Rewriter(self.settings)
 
     @classmethod
-    def from_settings(cls, settings: Settings, generator: Generator | None = None) -> "Engine":
-        store = Store(settings.data_dir, refresh_s=settings.index_refresh_s)
+    def from_settings(cls, settings: Settings, generator: Generator | None = None, read_only: bool = False) -> "Engine":
+        """`read_only`: this process never writes the index (a replica), so an index on object
+        storage is read from a local mirror that keeps answering when the bucket does not."""
+        store = open_index(settings, read_only)
         return cls(settings, store, make_embedder(settings), generator or make_generator(settings))
 
     # -- indexing ---------------------------------------------------------------------------

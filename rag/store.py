@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +30,9 @@ import lancedb  # noqa: E402
 from lancedb.index import FTS, Bitmap, BTree, IvfSq  # noqa: E402
 
 from docsbot.observability.tracing import traced  # noqa: E402
+
+if TYPE_CHECKING:
+    from rag.mirror import MirroredIndex
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +77,10 @@ class IndexMismatch(StoreError):
 
 class IndexUnreadable(StoreError):
     """Lance or the file system failed on the index (a data file deleted, a disk error...)."""
+
+
+class WriteRefused(StoreError):
+    """This process may no longer write the index (it lost the index-writer lease)."""
 
 
 _RUST_LOCATION = re.compile(r",?\s*/\S+\.rs:\d+:\d+")
@@ -169,41 +176,75 @@ class _AnnState:
         return self.counts[where]
 
 
+@dataclass
+class _View:
+    """The open tables reads go through. A pinned view (a replica's local mirror, rag/mirror.py)
+    reads exactly the given table versions; pinning new ones replaces the whole view, so a read
+    that already holds a table finishes on the version it started with."""
+
+    pins: dict[str, int] | None = None  # table -> version; None: the latest (refreshed)
+    tables: dict[str, Any] = field(default_factory=dict)
+    reader: Any | None = None  # the chunks table on LanceDB's async API (searches)
+
+
 @_store_errors
 class Store:
-    def __init__(self, uri: str, refresh_s: float | None = 2.0) -> None:
+    def __init__(self, uri: str, refresh_s: float | None = 2.0, label: str | None = None) -> None:
         self.uri = uri
+        self.label = label or uri  # what messages call the index (a mirror's bucket, not its folder)
         self._interval = timedelta(seconds=refresh_s) if refresh_s is not None else None
         self._db = lancedb.connect(uri, read_consistency_interval=self._interval)
-        self._tables: dict[str, Any] = {}
-        self._reader: Any | None = None  # the chunks table on LanceDB's async API (searches)
+        self._view = _View()
         self._ann: _AnnState | None = None
+        self.mirror: MirroredIndex | None = None  # what keeps a pinned store current (a replica's copy)
+        # Asked right before each commit that changes what readers see: None, or why this process
+        # must not write (sync/lock.py: the index-writer lease was lost). The vector cache is
+        # not asked: it maps a text's hash to its vector, so a late write there is harmless.
+        self.may_write: Callable[[], str | None] | None = None
 
     # -- tables -----------------------------------------------------------------------------
+    def pin(self, versions: dict[str, int]) -> None:
+        """Read these table versions from now on (a table not named is missing); reads already
+        under way finish on the versions they started with."""
+        self._view = _View(dict(versions))
+        self._ann = None
+
     def _table(self, name: str) -> Any | None:
-        if name not in self._tables:
-            if name not in self._db.list_tables().tables:
-                return None
-            try:
-                self._tables[name] = self._db.open_table(name)
-            except ValueError:  # listed while another writer is still creating it: not there yet
-                return None
-        return self._tables[name]
+        view = self._view
+        if name not in view.tables:
+            if view.pins is not None:
+                if name not in view.pins:
+                    return None
+                table = self._db.open_table(name)
+                table.checkout(view.pins[name])
+            else:
+                if name not in self._db.list_tables().tables:
+                    return None
+                try:
+                    table = self._db.open_table(name)
+                except ValueError:  # listed while another writer is still creating it: not there yet
+                    return None
+            view.tables[name] = table
+        return view.tables[name]
 
     def chunks(self) -> Any:
         table = self._table(CHUNKS)
         if table is None:
-            raise IndexMissing(f"no index at {self.uri}: run `docsbot index` (or `docsbot sync`) first")
+            raise IndexMissing(f"no index at {self.label}: run `docsbot index` (or `docsbot sync`) first")
         return table
 
     async def _searchable(self) -> Any:
         """The chunks table for searches. Searches use LanceDB's async API: the sync one hops to
         a background event loop on every call, which cost ~20% of a search at 100k rows."""
-        if self._reader is None:
+        view = self._view
+        if view.reader is None:
             self.chunks()  # IndexMissing, with its message, when there is no index yet
             db = await lancedb.connect_async(self.uri, read_consistency_interval=self._interval)
-            self._reader = await db.open_table(CHUNKS)
-        return self._reader
+            reader = await db.open_table(CHUNKS)
+            if view.pins is not None:
+                await reader.checkout(view.pins[CHUNKS])
+            view.reader = reader
+        return view.reader
 
     def exists(self) -> bool:
         return self._table(CHUNKS) is not None
@@ -216,11 +257,17 @@ class Store:
         rows = table.to_arrow().to_pylist()
         return {row["key"]: json.loads(row["value"]) for row in rows}
 
+    def _before_commit(self) -> None:
+        reason = self.may_write() if self.may_write is not None else None
+        if reason:
+            raise WriteRefused(f"{reason}: stopped before writing to the index at {self.label}")
+
     def set_meta(self, **values: Any) -> None:
+        self._before_commit()
         data = meta_table(values)
         table = self._table(META)
         if table is None:
-            self._tables[META] = self._db.create_table(META, data)
+            self._view.tables[META] = self._db.create_table(META, data)
         else:
             table.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(data)
 
@@ -263,16 +310,17 @@ class Store:
         data = pa.table({"text_hash": text_hashes, "vector": vector_array(vectors)})
         table = self._table(VECTORS)
         if table is None:
-            self._tables[VECTORS] = self._db.create_table(VECTORS, data)
+            self._view.tables[VECTORS] = self._db.create_table(VECTORS, data)
         else:
             table.merge_insert("text_hash").when_not_matched_insert_all().execute(data)
 
     def reset(self) -> None:
         """Drop everything (a rebuild with another embedding model)."""
+        self._before_commit()
         for name in (CHUNKS, VECTORS, META):
             if self._table(name) is not None:
                 self._db.drop_table(name)
-        self._tables.clear()
+        self._view = _View()
         self._wrote()
 
     # -- writes -------------------------------------------------------------------------------
@@ -281,9 +329,10 @@ class Store:
 
         replace_paths=None means a full rebuild: every chunk not in `rows` is deleted.
         """
+        self._before_commit()
         table = self._table(CHUNKS)
         if table is None:
-            self._tables[CHUNKS] = table = self._db.create_table(CHUNKS, schema=rows.schema)
+            self._view.tables[CHUNKS] = table = self._db.create_table(CHUNKS, schema=rows.schema)
             _index_chunks(table)
         paths = None if replace_paths is None else sorted(set(replace_paths))
         if rows.num_rows == 0:
@@ -304,7 +353,8 @@ class Store:
         """Swap a table's whole content for `data` in one commit: a new version of the same table,
         so readers keep the old rows until it lands and none of the old files is read (it works
         on an index whose data files are damaged, and on object stores)."""
-        table = self._tables[name] = self._db.create_table(name, data, mode="overwrite")
+        self._before_commit()
+        table = self._view.tables[name] = self._db.create_table(name, data, mode="overwrite")
         if name == CHUNKS:
             _index_chunks(table)  # until these exist, searches scan (slower, same results)
         self._wrote()
@@ -312,7 +362,7 @@ class Store:
     def _wrote(self) -> None:
         """This process's searches reopen the table, so they see its own writes at once (other
         processes see them within the read consistency interval)."""
-        self._reader = None
+        self._view.reader = None
         self._ann = None
 
     # IVF_SQ settings measured with `python -m eval bench` (README, performance section).
@@ -329,6 +379,7 @@ class Store:
 
         `ann_min_rows` is recorded in meta: a reader routes a search whose access filter passes
         fewer rows than that to a flat scan, which is then faster and exact."""
+        self._before_commit()
         table = self.chunks()
         if self.meta().get("ann_min_rows") != ann_min_rows:
             self.set_meta(ann_min_rows=ann_min_rows)

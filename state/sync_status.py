@@ -1,6 +1,6 @@
-"""The outcome of the last sync (and when one last succeeded), for `docsbot status` and
-`/docs status` on any process. The index itself records only what it holds (the indexed commit,
-in its metadata, written after the chunks)."""
+"""The outcome of the last sync (and when one last succeeded), and how far a running one got, for
+`docsbot status` and `/docs status` on any process. The index itself records only what it holds
+(the indexed commit, in its metadata, written after the chunks)."""
 from __future__ import annotations
 
 import time
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, String, Text
+from sqlalchemy import JSON, Boolean, Float, Integer, String, Text, delete
 from sqlalchemy.orm import Mapped, mapped_column
 
 from state.db import StateDB
@@ -26,6 +26,18 @@ class SyncStatusRow(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     last_success_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class SyncProgressRow(Base):
+    """Chunks embedded so far by the running sync or index, written by the writer holding the
+    index-writer lease; it means nothing once `holder` no longer holds that lease (it died)."""
+
+    __tablename__ = "sync_progress"
+
+    name: Mapped[str] = mapped_column(String, primary_key=True)
+    holder: Mapped[str] = mapped_column(String)
+    done: Mapped[int] = mapped_column(Integer)
+    total: Mapped[int] = mapped_column(Integer)
 
 
 def iso(epoch: float | None) -> str | None:
@@ -59,3 +71,31 @@ class SyncStatus:
             "last_sync": {"ok": row.ok, "at": iso(row.at), "error": row.error, "report": row.report},
             "last_success_at": iso(row.last_success_at),
         }
+
+
+class SyncProgress:
+    def __init__(self, db: StateDB) -> None:
+        self.db = db
+
+    async def report(self, holder: str, done: int, total: int) -> None:
+        # Losing the last report in a database crash is harmless: the next one replaces it.
+        async with self.db.begin(durable=False) as session:
+            row = await session.get(SyncProgressRow, INDEX, with_for_update=True)
+            if row is None:
+                session.add(SyncProgressRow(name=INDEX, holder=holder, done=done, total=total))
+            else:
+                row.holder, row.done, row.total = holder, done, total
+
+    async def clear(self, holder: str) -> None:
+        async with self.db.begin() as session:
+            await session.execute(delete(SyncProgressRow).where(SyncProgressRow.name == INDEX,
+                                                                SyncProgressRow.holder == holder))
+
+    async def read(self, live_holder: str | None) -> dict[str, int] | None:
+        """{"done", "total"} of the run of `live_holder` (the index-writer lease's holder now),
+        or None: no run, or the one recorded is by a writer that no longer holds the lease."""
+        async with self.db.begin() as session:
+            row = await session.get(SyncProgressRow, INDEX)
+        if row is None or live_holder is None or row.holder != live_holder:
+            return None
+        return {"done": row.done, "total": row.total}

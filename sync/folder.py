@@ -9,7 +9,7 @@ from rag.engine import Engine
 from rag.indexer import IndexStats, Provenance
 from rag.rebuild import rebuild_index
 from sync.gitcmd import GitError, git, last_commits, toplevel
-from sync.lock import writer_lease
+from sync.lock import checked_writes, writer_lease
 from sync.progress import recording
 
 log = logging.getLogger(__name__)
@@ -43,13 +43,13 @@ def head_commit(root: Path) -> tuple[str | None, str | None]:
     return (commit + "+dirty" if dirty else commit), date
 
 
-def index_folder(engine: Engine, root: Path, lease_wait_s: float = 0.0, rebuild: bool = False) -> IndexStats:
-    """A full index of `root` under the index-writer lease (SyncBusy when a sync worker still
-    holds it after lease_wait_s), in place or (`rebuild`) built anew and swapped in
+def index_folder(engine: Engine, root: Path, rebuild: bool = False) -> IndexStats:
+    """A full index of `root` under the index-writer lease (SyncBusy when a live sync worker
+    holds it), in place or (`rebuild`) built anew and swapped in
     (rag.rebuild), recording the commit it was read at like a sync does."""
     if not root.is_dir():
         raise UserError(f"docs folder {root} does not exist")
-    with writer_lease(engine.settings, lease_wait_s), recording(engine.settings):
+    with writer_lease(engine.settings) as lease, recording(lease), checked_writes(engine.store, lease):
         provenance = folder_provenance(root)
         stats = rebuild_index(engine, root, provenance) if rebuild else engine.index_folder(root, provenance)
         commit, date = head_commit(root)

@@ -2,12 +2,17 @@
 
 The holder renews the lease every DOCSBOT_SYNC_LEASE_RENEW_S; when it dies (or loses the
 database for longer than DOCSBOT_SYNC_LEASE_TTL_S) the lease expires and a standby takes it
-within one renewal period. A writer checks that it still holds the lease before it writes, so a
-holder cut off from the state store stops writing once a standby may have taken over.
+within one renewal period. A writer renews the lease right before each commit to the index
+(`checked_writes`), so a holder that lost it, or was cut off from the state store long enough
+for a standby to take over, stops before its next commit. What is left: a commit that is still
+landing DOCSBOT_SYNC_LEASE_TTL_S after that renewal (or less, by the clock skew between hosts)
+may overlap with a standby's first commit.
 
 `WriterLease` is for the long-running worker (held across many syncs, on its event loop);
 `writer_lease()` is for one-shot writers (`docsbot sync`, `docsbot index`, `make run`): it takes
-the lease or refuses at once with SyncBusy, and renews it from a background thread meanwhile.
+the lease, waiting for it as long as a holder that died can keep it (DOCSBOT_SYNC_LEASE_TTL_S),
+refuses with SyncBusy when a live holder still renews it after that, and renews it from a
+background thread while held.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from docsbot.settings import Settings
+from rag.store import Store
 from state.db import StateDB, StateUnavailable, open_state
 from state.leases import Leases
 from sync.errors import SyncBusy, SyncError
@@ -31,6 +37,7 @@ from sync.errors import SyncBusy, SyncError
 log = logging.getLogger("docsbot.sync")
 
 INDEX_WRITER = "index-writer"
+WAIT_POLL_S = 1.0  # a one-shot writer waiting for the lease looks again this often (or each renewal)
 T = TypeVar("T")
 
 
@@ -122,6 +129,18 @@ class WriterLease:
             except StateUnavailable as exc:  # it expires by itself
                 log.warning("could not release the writer lease: %s", exc)
 
+    def confirm(self) -> str | None:
+        """Renew the lease now, from a sync thread, so it stays ours for a whole TTL from here:
+        None, or why this process may not write. With the state store unreachable, the last
+        renewal still counts until it would have expired."""
+        try:
+            self.call(self._take)
+        except StateUnavailable as exc:
+            log.warning("could not renew the writer lease before writing: %s", exc)
+        if self.held:
+            return None
+        return "this process no longer holds the index-writer lease (another writer may have taken over)"
+
     def check(self) -> None:
         """Raise SyncError when this process no longer holds the lease (called before writes)."""
         if not self.held:
@@ -135,30 +154,53 @@ class WriterLease:
         return future.result()
 
 
+@contextmanager
+def checked_writes(store: Store, lease: WriterLease) -> Iterator[Store]:
+    """Inside the block, each commit to `store` first renews `lease` (one state-store round
+    trip) and is refused (WriteRefused) when the lease is no longer this process's."""
+    store.may_write = lease.confirm
+    try:
+        yield store
+    finally:
+        store.may_write = None
+
+
 async def _awaited(make: Callable[[], Awaitable[T]]) -> T:
     return await make()
 
 
+async def _take_or_wait(lease: WriterLease, wait_s: float) -> None:
+    """Take the lease, waiting up to wait_s for its holder to release it or let it expire."""
+    deadline = time.monotonic() + wait_s
+    waited_for: str | None = None
+    while not await lease.try_acquire():
+        holder = await lease.current_holder() or "another process"
+        if time.monotonic() >= deadline:
+            raise SyncBusy(f"{holder} is writing the index; not starting a second writer")
+        if waited_for is None:
+            log.warning("waiting up to %.0f s for the index-writer lease held by %s (a holder that was killed "
+                        "keeps it until it expires)", max(0.0, deadline - time.monotonic()), holder)
+            waited_for = holder
+        await asyncio.sleep(min(WAIT_POLL_S, lease.renew_s, max(0.0, deadline - time.monotonic())))
+
+
 @contextmanager
-def writer_lease(settings: Settings, wait_s: float = 0.0) -> Iterator[WriterLease]:
-    """Hold the index-writer lease for the block, or raise SyncBusy when another process still
-    has it after wait_s (`make run` waits out the lease of a console that was just killed).
+def writer_lease(settings: Settings, wait_s: float | None = None) -> Iterator[WriterLease]:
+    """Hold the index-writer lease for the block. While another process holds it, wait up to
+    `wait_s` (default: the lease's TTL and one renewal, by when the lease of a holder that was
+    killed has expired), saying once whom for; raise SyncBusy when it is still held then.
 
     The state store's connection and the renewals live on an event loop in a background thread,
     so this works from plain synchronous code."""
     started: Future[WriterLease] = Future()
     done = threading.Event()
+    wait_s = settings.sync_lease_ttl_s + settings.sync_lease_renew_s if wait_s is None else wait_s
 
     async def hold() -> None:
         db = await open_state(settings)
         lease = WriterLease(db, settings)
         try:
-            deadline = time.monotonic() + wait_s
-            while not await lease.try_acquire() and time.monotonic() < deadline:
-                await asyncio.sleep(min(lease.renew_s, max(0.0, deadline - time.monotonic())))
-            if not lease.held:
-                holder = await lease.current_holder() or "another process"
-                raise SyncBusy(f"{holder} is writing the index; not starting a second writer")
+            await _take_or_wait(lease, wait_s)
             started.set_result(lease)
             while not done.is_set():
                 await asyncio.sleep(0.05)

@@ -1,73 +1,49 @@
-"""Where a running index or sync says how far it got, for `docsbot status` and `/docs status` in
-other processes: a small JSON file in the work dir, replaced atomically, removed at the end.
-
-A file left by a killed run names a process that no longer exists and is ignored.
+"""Where a running index or sync says how far it got, for `docsbot status` and `/docs status` on
+any host: a row in the state store, written at most every ~2 s by the lease holder and deleted at
+the end. A row left by a writer that was killed is ignored once its lease has expired
+(state.sync_status.SyncProgress.read).
 """
 from __future__ import annotations
 
-import json
-import os
+import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
 
-from docsbot.settings import Settings
 from rag.progress import recording_to
-from sync.errors import SyncError
-from sync.workcopy import work_dir
+from state.db import StateUnavailable
+from state.sync_status import SyncProgress
+from sync.lock import WriterLease
 
-FILE = "progress.json"
+log = logging.getLogger("docsbot.sync")
 
-
-def progress_file(settings: Settings) -> Path | None:
-    """The progress file, or None when there is no local work dir to hold it."""
-    try:
-        return work_dir(settings) / FILE
-    except SyncError:
-        return None
-
-
-def write_progress(path: Path, done: int, total: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(json.dumps({"pid": os.getpid(), "done": done, "total": total}))
-    partial.replace(path)
-
-
-def read_progress(settings: Settings) -> dict[str, Any] | None:
-    """{"done", "total"} of the run in progress, or None when none is running."""
-    path = progress_file(settings)
-    try:
-        state = json.loads(path.read_text()) if path else None
-    except (OSError, ValueError):
-        return None
-    if not isinstance(state, dict) or not _alive(state.get("pid")):
-        return None
-    return {"done": int(state.get("done", 0)), "total": int(state.get("total", 0))}
+EVERY_S = 2.0
 
 
 @contextmanager
-def recording(settings: Settings) -> Iterator[None]:
-    """Record the progress of the embedding done inside this block; remove the record after it."""
-    path = progress_file(settings)
-    if path is None:
-        yield
-        return
+def recording(lease: WriterLease) -> Iterator[None]:
+    """Record the progress of the embedding done inside this block; delete the record after it."""
+    progress = SyncProgress(lease.db)
+    last = [float("-inf")]
+    failed = [False]
+
+    def record(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] < EVERY_S and done < total:
+            return
+        last[0] = now
+        try:
+            lease.call(lambda: progress.report(lease.holder, done, total))
+        except StateUnavailable as exc:  # only `docsbot status` misses it: once per run in the log
+            if not failed[0]:
+                log.warning("could not record the sync's progress: %s", exc)
+                failed[0] = True
+
     try:
-        with recording_to(lambda done, total: write_progress(path, done, total)):
+        with recording_to(record):
             yield
     finally:
-        path.unlink(missing_ok=True)
-
-
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
+        try:
+            lease.call(lambda: progress.clear(lease.holder))
+        except StateUnavailable as exc:
+            log.warning("could not clear the sync's progress (shown until the next sync): %s", exc)

@@ -32,7 +32,7 @@ from sync.changes import Scope, changes_between
 from sync.errors import SyncError
 from sync.folder import folder_provenance
 from sync.gitcmd import git, has_commit, is_ancestor, last_commits, redact, toplevel
-from sync.lock import WriterLease, writer_lease
+from sync.lock import WriterLease, checked_writes, writer_lease
 from sync.progress import recording
 from sync.reindex import Applied, apply_paths, reconcile
 from sync.report import FileCounts, SyncReport
@@ -51,7 +51,7 @@ def run_sync(settings: Settings, embedder: Embedder | None = None, lease: Writer
     store = Store(settings.data_dir)
     started = time.perf_counter()
     try:
-        with recording(settings), span("sync"):
+        with recording(lease), span("sync"), checked_writes(store, lease):
             folder = local_folder(settings)
             if folder is None:
                 report = _sync_git(settings, store, embedder, started, lease)

@@ -10,9 +10,8 @@ from rag.store import Store, StoreError
 from state.db import StateDB, StateUnavailable, open_state
 from state.leases import Leases
 from state.sync_requests import SyncRequests
-from state.sync_status import SyncStatus, iso
+from state.sync_status import SyncProgress, SyncStatus, iso
 from sync.lock import INDEX_WRITER
-from sync.progress import read_progress
 
 
 async def recorded_status(db: StateDB) -> dict[str, Any]:
@@ -22,6 +21,7 @@ async def recorded_status(db: StateDB) -> dict[str, Any]:
         lease = await Leases(db).current(INDEX_WRITER)
         recorded["writer"] = lease.holder if lease else None
         recorded["writer_since"] = iso(lease.acquired_at) if lease else None
+        recorded["syncing"] = await SyncProgress(db).read(lease.holder if lease else None)
         recorded["pending_requests"] = await SyncRequests(db).pending()
     except StateUnavailable as exc:
         return unavailable(str(exc))
@@ -30,12 +30,12 @@ async def recorded_status(db: StateDB) -> dict[str, Any]:
 
 def unavailable(reason: str) -> dict[str, Any]:
     """The state store's part of the status when it cannot be read."""
-    return {"last_sync": None, "last_success_at": None, "state_error": reason}
+    return {"last_sync": None, "last_success_at": None, "syncing": None, "state_error": reason}
 
 
-def read_status(store: Store, recorded: dict[str, Any], progress: dict[str, int] | None = None) -> dict[str, Any]:
-    """The index's state, the state store's `recorded` part, and the `progress` ({"done",
-    "total"}, see sync.progress) of a running sync. An index whose chunks cannot be read is
+def read_status(store: Store, recorded: dict[str, Any]) -> dict[str, Any]:
+    """The index's state and the state store's `recorded` part (with `syncing`: {"done",
+    "total"} of a running sync, see sync.progress). An index whose chunks cannot be read is
     reported (`index_error`), with no counts, rather than as 0 documents. Blocking (reads the
     index): run it in a thread from async code."""
     meta = store.meta()
@@ -45,7 +45,8 @@ def read_status(store: Store, recorded: dict[str, Any], progress: dict[str, int]
     except StoreError as exc:
         counts, error = {"documents": None, "chunks": None}, str(exc)
     return {
-        "syncing": progress,
+        "syncing": None,
+        "mirror": store.mirror.status() if store.mirror is not None else None,
         "commit": meta.get("commit"),
         "commit_date": meta.get("commit_date"),
         **counts,
@@ -54,8 +55,8 @@ def read_status(store: Store, recorded: dict[str, Any], progress: dict[str, int]
     }
 
 
-async def current_status(store: Store, db: StateDB, progress: dict[str, int] | None = None) -> dict[str, Any]:
-    return await asyncio.to_thread(read_status, store, await recorded_status(db), progress)
+async def current_status(store: Store, db: StateDB) -> dict[str, Any]:
+    return await asyncio.to_thread(read_status, store, await recorded_status(db))
 
 
 def load_status(settings: Settings) -> dict[str, Any]:
@@ -65,9 +66,9 @@ def load_status(settings: Settings) -> dict[str, Any]:
         try:
             db = await open_state(settings)
         except StateUnavailable as exc:  # the index's part can still be shown
-            return await asyncio.to_thread(read_status, store, unavailable(str(exc)), read_progress(settings))
+            return await asyncio.to_thread(read_status, store, unavailable(str(exc)))
         try:
-            return await current_status(store, db, read_progress(settings))
+            return await current_status(store, db)
         finally:
             await db.close()
 
@@ -81,6 +82,8 @@ def render_status(status: dict[str, Any]) -> str:
         f"documents: {status['documents']}, chunks: {status['chunks']}" if not status["index_error"]
         else f"index: UNREADABLE: {status['index_error']}",
     ]
+    if status.get("mirror"):
+        lines.append(_mirror_line(status["mirror"]))
     last, syncing = status["last_sync"], status.get("syncing")
     if syncing:
         lines.append(f"syncing: {syncing['done']:,} / {syncing['total']:,} chunks embedded")
@@ -102,6 +105,16 @@ def render_status(status: dict[str, Any]) -> str:
         writer = f"{status['writer']} (since {status['writer_since']})" if status["writer"] else "none running"
         lines.append(f"sync worker: {writer}; requests waiting: {status['pending_requests']}")
     return "\n".join(lines)
+
+
+def _mirror_line(mirror: dict[str, Any]) -> str:
+    """Where a replica reads the index: its local copy of the bucket, and how current it is."""
+    version = mirror["versions"].get("chunks")
+    copy = f"version {version} copied at {mirror['taken_at']}" if version is not None else "nothing copied yet"
+    if mirror["unreachable_since"]:
+        return (f"served from a local copy of {mirror['mirror_of']} ({copy}); the bucket is unreachable since "
+                f"{mirror['unreachable_since']}: {mirror['error']}")
+    return f"served from a local copy of {mirror['mirror_of']} ({copy}); bucket checked at {mirror['checked_at']}"
 
 
 def _short(commit: str) -> str:

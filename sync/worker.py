@@ -18,6 +18,7 @@ from pathlib import Path
 
 from docsbot.settings import Settings
 from rag.embeddings import Embedder, make_embedder
+from rag.store import WriteRefused
 from state.db import StateDB, StateUnavailable
 from state.sync_requests import SyncRequests
 from sync.errors import SyncError
@@ -98,7 +99,7 @@ class SyncWorker:
         try:
             self.last = await asyncio.to_thread(run_sync, self.settings, self.embedder, self.lease)
             ok, summary = True, self.last.render()
-        except SyncError as exc:  # misconfigured, or the lease was lost: recorded, retried next time
+        except (SyncError, WriteRefused) as exc:  # misconfigured, or the lease was lost: recorded, retried next time
             log.warning("sync not run: %s", exc)
             ok, summary = False, str(exc)
         except Exception:  # recorded in the sync status by run_sync; the worker keeps going

@@ -1,8 +1,10 @@
 """The index-writer lease in the state store (SQLite and Postgres): one holder at a time, renewal,
-takeover after expiry, and a standby process taking over within seconds of `kill -9`."""
+takeover after expiry, a standby process taking over within seconds of `kill -9`, and a one-shot
+writer that waits out a killed holder's lease but not a live one's."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -72,33 +74,63 @@ def lease_settings(tmp_path: Path, url: str) -> Settings:
     return make_settings(tmp_path / "index", database_url=url, sync_lease_ttl_s=2.0, sync_lease_renew_s=0.3)
 
 
-async def test_a_standby_takes_over_within_seconds_of_the_holder_being_killed(tmp_path: Path, state_url: str) -> None:
-    settings = lease_settings(tmp_path, state_url)
+def holder_process(settings: Settings, state_url: str) -> subprocess.Popen:
+    """A one-shot writer in another process, holding the lease until killed."""
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import time; from docsbot.settings import Settings; from sync.lock import writer_lease\n"
          "with writer_lease(Settings(_env_file=None)):\n    print('held', flush=True); time.sleep(120)"],
         env={**os.environ, "PYTHONPATH": str(REPO), "DOCSBOT_DATABASE_URL": state_url,
-             "DOCSBOT_DATA_DIR": settings.data_dir, "DOCSBOT_SYNC_LEASE_TTL_S": "2", "DOCSBOT_SYNC_LEASE_RENEW_S": "0.3"},
+             "DOCSBOT_DATA_DIR": settings.data_dir, "DOCSBOT_SYNC_LEASE_TTL_S": str(settings.sync_lease_ttl_s),
+             "DOCSBOT_SYNC_LEASE_RENEW_S": str(settings.sync_lease_renew_s)},
         stdout=subprocess.PIPE, text=True,
     )
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+async def test_a_one_shot_writer_waits_out_a_killed_holders_lease_and_refuses_a_live_one(
+    tmp_path: Path, state_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = lease_settings(tmp_path, state_url)
+    holder = holder_process(settings, state_url)
+    try:
+        asked = time.monotonic()
+        with pytest.raises(SyncBusy, match=f":{holder.pid}:.* is writing the index"):
+            with writer_lease(settings):  # the holder renews all along
+                pass
+        assert time.monotonic() - asked >= settings.sync_lease_ttl_s
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+        caplog.clear()
+        caplog.set_level(logging.WARNING, "docsbot.sync")
+        asked = time.monotonic()
+        with writer_lease(settings) as lease:  # `docsbot sync` right after the killed one
+            assert lease.held
+        assert time.monotonic() - asked < settings.sync_lease_ttl_s + 1
+        waits = [r.getMessage() for r in caplog.records if "waiting up to" in r.getMessage()]
+        assert len(waits) == 1 and f":{holder.pid}:" in waits[0], waits
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+async def test_a_standby_takes_over_within_seconds_of_the_holder_being_killed(tmp_path: Path, state_url: str) -> None:
+    settings = lease_settings(tmp_path, state_url)
+    holder = holder_process(settings, state_url)
     db = await open_state(state_url)
     standby = WriterLease(db, settings)
     try:
-        assert holder.stdout.readline().strip() == "held"
         waiting = asyncio.create_task(standby.wait_acquire())
         await asyncio.sleep(3 * settings.sync_lease_ttl_s)  # renewed all along: the standby waits
         assert not waiting.done() and not standby.held
-        with pytest.raises(SyncBusy, match="is writing the index"):
-            with writer_lease(settings):
-                pass
         os.kill(holder.pid, signal.SIGKILL)
         killed = time.monotonic()
         await asyncio.wait_for(waiting, 10)
         took = time.monotonic() - killed
         assert standby.held and took < settings.sync_lease_ttl_s + 2 * settings.sync_lease_renew_s + 1, took
         with pytest.raises(SyncBusy):
-            with writer_lease(settings):
+            with writer_lease(settings, wait_s=0):
                 pass
     finally:
         holder.kill()

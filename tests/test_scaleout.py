@@ -8,6 +8,7 @@ Every promise of the single-process bot must hold across them: one answer per Sl
 whichever replica gets which delivery, one 👎 candidate per answer with every vote kept, one rate
 limit for all replicas, a push during a sync applied by the next run and then cited by the other
 replica, and a worker killed mid-sync replaced by the standby while both replicas keep answering.
+A replica also keeps answering from its local mirror of the index while the bucket is down.
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ from state.leases import Leases
 from state.ratelimit import RateWindow
 from state.sync_requests import SyncRequest
 from sync.lock import INDEX_WRITER
+from sync.status import recorded_status
 from tests.standins.s3 import LocalS3
 from tests.test_sync_support import new_repo
 
@@ -51,6 +53,7 @@ REPO = Path(__file__).resolve().parent.parent
 SECRET = "scaleout-hook-secret"
 PER_MINUTE = 3
 VPN_Q = "how do I set up the VPN?"
+BUCKET_DOWN = "cannot read the index bucket"
 PARKING_Q = "where do visitors park?"
 DOCS = {
     "it/vpn.md": "# VPN Setup\n\nSet up the VPN from the VPN portal at vpn.example.com with your laptop.\n",
@@ -319,7 +322,8 @@ async def test_a_push_mid_sync_reaches_the_other_replica_and_a_standby_replaces_
         await bring_up(c, standby=True)
 
         async def mid_sync() -> bool:
-            return any(r.claimed_at is not None and r.finished_at is None for r in await c.requests())
+            """Embedding, so past its fetch: a commit made now is not in this sync."""
+            return (await recorded_status(c.db))["syncing"] is not None
 
         async def parking_cited(commit: str) -> bool:
             ts = await ask(c, "B", demo.ALICE, demo.GENERAL, PARKING_Q)
@@ -377,3 +381,45 @@ async def assert_one_candidate_with_votes(c: Cluster, answer_id: str, voters: se
     await until(both_recorded, 30, "a vote was lost")
     candidates = [(answer, votes) for answer, votes in await log.pending_downvoted() if answer.answer_id == answer_id]
     assert len(candidates) == 1 and {v.user for v in candidates[0][1]} == voters
+
+
+@pytest.mark.timeout(600)
+async def test_a_replica_answers_from_its_mirror_while_the_bucket_is_down_and_cites_the_next_sync_after(
+    tmp_path: Path, s3: LocalS3, postgres_url: str
+) -> None:
+    async with cluster(tmp_path, s3, postgres_url) as c:
+        c1 = commit_files(c.source, DOCS)
+        c.start("worker", "sync", "--watch")
+        await until(lambda: indexed(c, c1), 120, "the worker did not build the index")
+        c.start("A", "serve")
+        await c.healthy("A")
+
+        async def vpn_reply() -> str:
+            ts = await ask(c, "A", demo.ALICE, demo.GENERAL, VPN_Q)
+            return visible_text(await answer_of(c, demo.GENERAL, ts))
+
+        assert c1[:7] in await vpn_reply()
+        async def outage_logged() -> bool:
+            return BUCKET_DOWN in c.log("A")
+
+        with s3.outage():
+            await until(outage_logged, 60, "the outage was not noticed")
+            for _ in range(3):  # over several refresh intervals (2 s): answers, and no more warnings
+                reply = await vpn_reply()
+                assert "VPN Setup" in reply and c1[:7] in reply, reply
+                await asyncio.sleep(2)
+        assert c.log("A").count(BUCKET_DOWN) == 1
+
+        c2 = commit_files(c.source, {"it/vpn.md": "# VPN Setup\n\nSet up the VPN with the new client from "
+                                                  "vpn2.example.com on your laptop.\n"})
+        await c.push("A")
+        await until(lambda: indexed(c, c2), 120, "the worker did not sync the next commit")
+        synced = time.monotonic()
+
+        async def cites_c2() -> bool:
+            reply = await vpn_reply()
+            return "vpn2.example.com" in reply and c2[:7] in reply
+
+        await until(cites_c2, 30, "the replica never cited the new commit")
+        assert time.monotonic() - synced < 2 + 10  # the refresh interval, a copy and one question
+        assert "index bucket reachable again" in c.log("A")

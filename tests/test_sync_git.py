@@ -2,12 +2,14 @@
 files, level changes, rewritten history, a killed sync, the writer lease, fetch failures, the CLI."""
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,8 +22,11 @@ from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
-from rag.store import Store
+from rag.store import Store, WriteRefused
+from state.db import open_state
+from state.leases import Leases
 from sync.errors import SyncBusy
+from sync.lock import INDEX_WRITER
 from sync.gitcmd import GitError
 from sync.service import run_sync
 from sync.status import load_status
@@ -179,17 +184,14 @@ KILLED_LEASE_TTL_S = 1.0  # the writer lease of a killed sync expires after this
 
 def sync_process(settings, kill_at: str = "") -> subprocess.CompletedProcess:
     """`docsbot sync` in a real child process, optionally killed (SIGKILL) at a point of the sync;
-    a killed one's writer lease has expired when this returns (as a standby would wait)."""
+    the next sync waits for a killed one's writer lease to expire."""
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "PYTHONPATH": str(REPO),
            "DOCSBOT_DATA_DIR": settings.data_dir, "DOCSBOT_REPO": settings.repo.get_secret_value(),
            "DOCSBOT_DEFAULT_LEVEL": "team", "DOCSBOT_REPO_WEB": settings.repo_web,
            "DOCSBOT_SYNC_KILL_AT": kill_at, "DOCSBOT_SYNC_LEASE_TTL_S": str(KILLED_LEASE_TTL_S),
            "DOCSBOT_SYNC_LEASE_RENEW_S": "0.3"}
-    done = subprocess.run([sys.executable, "-m", "docsbot.cli", "sync"], env=env, cwd=Path(settings.data_dir).parent,
+    return subprocess.run([sys.executable, "-m", "docsbot.cli", "sync"], env=env, cwd=Path(settings.data_dir).parent,
                           capture_output=True, text=True, timeout=120)
-    if done.returncode == -signal.SIGKILL:
-        time.sleep(KILLED_LEASE_TTL_S + 0.3)
-    return done
 
 
 async def test_killed_sync_keeps_answering_and_the_next_sync_converges(tmp_path: Path, embedder: LocalMiniLM) -> None:
@@ -247,8 +249,59 @@ def test_a_second_sync_is_refused_while_another_process_holds_the_writer_lease(
     finally:
         holder.kill()
         holder.wait()
-    time.sleep(settings.sync_lease_ttl_s)  # the dead holder's lease expires
-    assert run_sync(settings, embedder).commit_after == c1
+    assert run_sync(settings, embedder).commit_after == c1  # waits for the dead holder's lease to expire
+
+
+def test_a_sync_that_lost_its_lease_mid_sync_stops_before_writing(tmp_path: Path, embedder: LocalMiniLM) -> None:
+    """The holder is cut off while it embeds and a standby takes the lease: the sync's next
+    commit is refused, the index keeps its last good state, and the embedding is not lost."""
+    source = new_repo(tmp_path / "upstream")
+    settings = sync_settings(tmp_path, source, sync_lease_ttl_s=2.0, sync_lease_renew_s=0.3)
+    c1 = commit_files(source, FILES)
+    run_sync(settings, embedder)
+    before = Store(settings.data_dir).counts()
+    c2 = commit_files(source, {f"archive/note-{i:03d}.md": f"# Note {i}\n\nMeeting {i} reviewed item {i * 7} and "
+                                                         f"closed ticket {i * 13}.\n" for i in range(60)})
+    outcome: list[BaseException | None] = []
+
+    def sync() -> None:
+        try:
+            run_sync(settings, embedder)
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 (what the sync ended with is the assertion)
+            outcome.append(exc)
+
+    thread = threading.Thread(target=sync)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while load_status(settings)["syncing"] is None:  # embedding has begun
+        assert thread.is_alive() and time.monotonic() < deadline, outcome
+        time.sleep(0.1)
+
+    async def usurp() -> None:  # as if the holder's lease had expired and a standby took it
+        db = await open_state(settings)
+        try:
+            assert await Leases(db, clock=lambda: time.time() + 3600).acquire(INDEX_WRITER, "standby", 7200)
+        finally:
+            await db.close()
+
+    asyncio.run(usurp())
+    thread.join(120)
+    [error] = outcome
+    assert isinstance(error, WriteRefused) and "no longer holds the index-writer lease" in str(error), error
+    assert indexed_commit(settings) == c1 and Store(settings.data_dir).counts() == before
+    assert load_status(settings)["last_sync"]["ok"] is False
+
+    async def release() -> None:
+        db = await open_state(settings)
+        try:
+            await Leases(db).release(INDEX_WRITER, "standby")
+        finally:
+            await db.close()
+
+    asyncio.run(release())
+    report = run_sync(settings, embedder)
+    assert (report.commit_after, report.added, report.chunks_embedded) == (c2, 60, 0)  # its vectors were kept
 
 
 def test_fetch_failure_keeps_the_index_and_never_shows_the_token(

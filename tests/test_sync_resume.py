@@ -1,8 +1,9 @@
 """A first sync killed half-way (SIGKILL, a real `docsbot sync` process) resumes: the vectors it
 saved on the way are not embedded again, and the index only appears once a sync completes.
-While it runs, `docsbot status` says how far it got."""
+While it runs, `docsbot status` says how far it got (from the state store, as on any host)."""
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -14,8 +15,9 @@ from pathlib import Path
 
 from eval.bench_sync import commit_files, run_git
 from rag.store import Store
-from sync.progress import progress_file, read_progress
-from sync.status import read_status, render_status
+from state.db import open_state
+from state.sync_status import SyncProgressRow
+from sync.status import load_status, render_status
 from tests.conftest import REPO, SHARED
 from tests.test_sync_support import new_repo, sync_settings
 
@@ -44,39 +46,56 @@ def sync_command(settings) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, "-m", "docsbot.cli", "sync", "--json"], env
 
 
+def progress_row(settings) -> SyncProgressRow | None:
+    """The progress row itself, whoever wrote it (status ignores one whose writer died)."""
+    async def read() -> SyncProgressRow | None:
+        db = await open_state(settings)
+        try:
+            async with db.begin() as session:
+                return await session.get(SyncProgressRow, "index")
+        finally:
+            await db.close()
+
+    return asyncio.run(read())
+
+
 def test_sync_killed_at_half_embeds_only_the_rest(tmp_path: Path) -> None:
     settings = sync_settings(tmp_path, docs_repo(tmp_path / "upstream"))
     command, env = sync_command(settings)
     first = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 240
+        status: dict = {}
         progress = None
         while time.monotonic() < deadline and first.poll() is None:
-            progress = read_progress(settings)
+            status = load_status(settings)
+            progress = status["syncing"]
             if progress and progress["total"] and progress["done"] >= progress["total"] / 2:
                 break
-            time.sleep(0.05)
+            time.sleep(0.2)
         assert first.poll() is None, "the sync ended before it was half-way: " + first.stderr.read().decode()[-500:]
-        status = render_status(read_status(Store(settings.data_dir), {"last_sync": None, "last_success_at": None}, progress))
         os.kill(first.pid, signal.SIGKILL)
     finally:
         first.kill()
         first.wait()
+    killed = time.monotonic()
     total = progress["total"]
     assert total >= 100 and progress["done"] < total, progress
-    assert f"syncing: {progress['done']:,} / {total:,} chunks embedded" in status
-    assert "last sync: never" not in status
-    assert read_progress(settings) is None  # the writer is dead: no "syncing" line any more
+    assert f"syncing: {progress['done']:,} / {total:,} chunks embedded" in render_status(status)
+    assert "last sync: never" not in render_status(status)
     assert not Store(settings.data_dir).exists()  # nothing half-built is served
+    assert progress_row(settings) is not None  # left behind by the killed writer...
+    while load_status(settings)["syncing"] is not None:  # ...and ignored once its lease expired
+        assert time.monotonic() - killed < LEASE_TTL_S + 2, "the dead writer's progress is still shown"
+        time.sleep(0.2)
 
-    time.sleep(LEASE_TTL_S + 0.5)
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     assert 0 < report["chunks_embedded"] <= 0.55 * total, (report["chunks_embedded"], total)
     assert report["chunks_embedded"] <= total - progress["done"]  # what was saved is never embedded again
     assert Store(settings.data_dir).counts()["chunks"] == report["chunks_embedded"] + report["chunks_reused"]
-    assert not progress_file(settings).exists()
+    assert progress_row(settings) is None  # deleted at the end
 
 
 def test_index_of_a_git_work_tree_records_its_commit(tmp_path: Path) -> None:

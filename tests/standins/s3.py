@@ -1,21 +1,36 @@
 """A local S3 server (moto's, speaking the S3 wire protocol) with one bucket, for the index on
 object storage. Our code only sees the standard AWS_* variables, exactly as against a real bucket.
+`outage()` stops the server and starts it again on the same port, with the bucket's contents
+(moto keeps them in this process): clients get connection errors meanwhile, as in a network outage.
 """
 from __future__ import annotations
 
 import logging
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import boto3
 from moto.server import ThreadedMotoServer
 
 
-@dataclass(frozen=True)
+@dataclass
 class LocalS3:
     endpoint: str
     bucket: str
+    server: ThreadedMotoServer = field(repr=False)
+
+    @contextmanager
+    def outage(self) -> Iterator[None]:
+        """The server is down inside the block, and back (same port, same objects) after it."""
+        host, port = self.server.get_host_and_port()
+        self.server.stop()
+        try:
+            yield
+        finally:
+            self.server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+            self.server.start()
 
     def env(self) -> dict[str, str]:
         """The variables a process needs to reach the bucket (what a deployment sets)."""
@@ -44,9 +59,11 @@ def local_s3(bucket: str = "docsbot") -> Iterator[LocalS3]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    s3 = LocalS3(f"http://{host}:{port}", bucket)
+    s3 = LocalS3(f"http://{host}:{port}", bucket, server)
+    # moto keeps every server's objects in this process: start each test from an empty store.
+    urllib.request.urlopen(urllib.request.Request(f"{s3.endpoint}/moto-api/reset", method="POST")).close()
     boto3.client("s3", endpoint_url=s3.endpoint, **_credentials(s3.env())).create_bucket(Bucket=bucket)
     try:
         yield s3
     finally:
-        server.stop()
+        s3.server.stop()
