@@ -112,7 +112,7 @@ def render(results: list[dict[str, Any]], base_lines: dict[str, Any], grid: dict
     return "\n".join(lines)
 
 
-ANN_PROBE_SCALES = (0.5, 1.0, 2.0)  # Store.ANN_PROBE_SCALE values compared
+ANN_PROBE_SCALES = (0.75, 1.5, 3.0)  # Store.ANN_PROBE_SCALE values compared
 ANN_K = 16
 
 

@@ -327,7 +327,7 @@ class Store:
     # optimize(). A num_partitions is not kept: optimize() joins partitions smaller than its own
     # target, and 1,000 partitions of 1,000 rows became 57 of ~17,500 at 1M rows.
     ANN_PARTITION_ROWS = 4096
-    ANN_PROBE_SCALE = 2.0  # see ann_nprobes()
+    ANN_PROBE_SCALE = 1.5  # see ann_nprobes()
     ANN_RETRAIN = 1.5  # rebuild the index when the row count moves by this factor
 
     def maintain(self, ann_min_rows: int, cleanup_after: timedelta = CLEANUP_AFTER) -> None:
