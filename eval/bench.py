@@ -53,8 +53,11 @@ BATCH_ROWS = 25_000  # rows per Store.write while a table grows (one huge write 
 NEVER = 2**62  # an ann_min_rows no table reaches: every search is a flat scan
 FLAT_MAX_ROWS = 200_000  # larger tables skip the flat-scan comparison (~1 s a query at 1M rows)
 # Access filters measured: (name, max rank, share of rows passing). Documents get levels so
-# that about 10% of rows are public and 60% team: team readers pass ~70%, public ones ~10%.
-FILTERS = (("team", int(Level.team), 0.7), ("public", int(Level.public), 0.1))
+# that about 10% of rows are public and 60% team: team readers pass ~70%, public ones ~10%;
+# restricted readers (and the bot's check for better matches above a reader's level) pass all.
+FILTERS = (
+    ("team", int(Level.team), 0.7), ("public", int(Level.public), 0.1), ("all", int(Level.restricted), 1.0),
+)
 
 
 @dataclass
@@ -253,8 +256,9 @@ def run(
                 warnings.simplefilter("ignore", UserWarning)
                 store.maintain(settings.ann_min_rows, cleanup_after=timedelta(0))  # disk: the live version only
             retrieval[str(rows)] = {
-                name: _with_route(asyncio.run(measure(store, data, rows, corpus, rank, embedder)), rows, settings.ann_min_rows)
+                name: _with_route(figures, store, rows, settings.ann_min_rows)
                 for name, rank, _ in FILTERS
+                for figures in [asyncio.run(measure(store, data, rows, corpus, rank, embedder))]
             } | {"index_build_s": build_s, "disk_mb": _disk_mb(workdir / "bench")}
             log(f"{rows:,} rows: index build {build_s} s, {retrieval[str(rows)]['disk_mb']} MB on disk")
     return {
@@ -264,7 +268,7 @@ def run(
         "setup": {
             "base_chunks": base.num_rows, "queries": len(texts), "k": K, "noise": NOISE,
             "numpy_threads": "1" if NUMPY_SINGLE_THREAD else "default (numpy was imported before the bench)",
-            "ann": {"partition_rows": Store.ANN_PARTITION_ROWS, "nprobes": Store.ANN_NPROBES, "max_nprobes": Store.ANN_MAX_NPROBES},
+            "ann": {"partition_rows": Store.ANN_PARTITION_ROWS, "probe_scale": Store.ANN_PROBE_SCALE},
         },
     }
 
@@ -273,11 +277,13 @@ def _disk_mb(folder: Path) -> float:
     return round(sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20, 1)
 
 
-def _with_route(figures: dict[str, Any], rows: int, ann_min_rows: int) -> dict[str, Any]:
+def _with_route(figures: dict[str, Any], store: Store, rows: int, ann_min_rows: int) -> dict[str, Any]:
     """Name the route Store.dense took: the index exists from ann_min_rows rows and is used when
-    the filter passes at least that many."""
-    ann = rows >= ann_min_rows and figures["rows_passing"] >= ann_min_rows
-    return figures | {"route": "ann" if ann else "flat"}
+    the filter passes at least that many, probing `nprobes` of its `partitions`."""
+    if rows >= ann_min_rows and figures["rows_passing"] >= ann_min_rows:
+        probes = {"nprobes": store.ann_nprobes(rows, figures["rows_passing"]), "partitions": store.ann_partitions(rows)}
+        return figures | {"route": "ann"} | probes
+    return figures | {"route": "flat"}
 
 
 def _point_line(p: dict[str, Any]) -> str:
@@ -293,14 +299,15 @@ def report(result: dict[str, Any]) -> str:
     lines = [
         f"dense retrieval, k={setup['k']}, {setup['queries']} queries, vectors from {setup['base_chunks']} real "
         f"chunks; baseline numpy brute force (threads: {setup['numpy_threads']}); ratio = store p50 / numpy p50",
-        f"{'rows':>8} {'filter':<7} {'passing':>8} {'route':<5} {'p50':>7} {'p95':>7} {'p50+emb':>8} "
+        f"{'rows':>8} {'filter':<7} {'passing':>8} {'route':<9} {'p50':>7} {'p95':>7} {'p50+emb':>8} "
         f"{'p95+emb':>8} {'numpy':>7} {'ratio':>6} {'recall@16':>9}",
     ]
     for rows, filters in result["retrieval"].items():
         for name, _, _ in FILTERS:
             r = filters[name]
+            route = f"ann {r['nprobes']}/{r['partitions']}" if r["route"] == "ann" else r["route"]
             lines.append(
-                f"{int(rows):>8,} {name:<7} {r['rows_passing']:>8,} {r['route']:<5} {r['p50_ms']:>7.1f} "
+                f"{int(rows):>8,} {name:<7} {r['rows_passing']:>8,} {route:<9} {r['p50_ms']:>7.1f} "
                 f"{r['p95_ms']:>7.1f} {r['p50_with_embed_ms']:>8.1f} {r['p95_with_embed_ms']:>8.1f} "
                 f"{r['baseline_p50_ms']:>7.1f} {r['ratio']:>6.2f} {r['recall@16']:>9.3f}"
             )

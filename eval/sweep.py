@@ -112,14 +112,14 @@ def render(results: list[dict[str, Any]], base_lines: dict[str, Any], grid: dict
     return "\n".join(lines)
 
 
-ANN_PROBES = (4, 10, 20)  # 20 is the most LanceDB takes with maximum_nprobes(0) set after it
+ANN_PROBE_SCALES = (0.75, 1.5, 3.0)  # Store.ANN_PROBE_SCALE values compared
 ANN_K = 16
 
 
-def ann_recall(engine: Engine, queries: list[Query], samples: int = 200) -> dict[int, tuple[float, float]]:
-    """nprobes → (recall@16 of the ANN route against exact numpy search, p50 ms) on the set's
-    real embeddings: its questions plus `samples` of its own chunks as queries. Empty when the
-    index has no ANN index (fewer rows than DOCSBOT_ANN_MIN_ROWS)."""
+def ann_recall(engine: Engine, queries: list[Query], samples: int = 200) -> dict[float, tuple[int, float, float]]:
+    """probe scale → (partitions probed, recall@16 of the ANN route against exact numpy search,
+    p50 ms) on the set's real embeddings, unfiltered: its questions plus `samples` of its own
+    chunks as queries. Empty when the index has no ANN index (fewer rows than DOCSBOT_ANN_MIN_ROWS)."""
     store = engine.store
     if not store.has_ann_index():
         return {}
@@ -130,15 +130,15 @@ def ann_recall(engine: Engine, queries: list[Query], samples: int = 200) -> dict
     vectors = [q.vector for q in queries] + [matrix[i] for i in picked]
     exact = [set(ids[np.argsort(-(matrix @ v))[:ANN_K]]) for v in vectors]
     found = {}
-    for probes in ANN_PROBES:
-        store.ANN_NPROBES = probes  # this store's routing only (a class default otherwise)
+    for scale in ANN_PROBE_SCALES:
+        store.ANN_PROBE_SCALE = scale  # this store's routing only (a class default otherwise)
         recalls, times = [], []
         for vector, truth in zip(vectors, exact):
             started = time.perf_counter()
             hits = asyncio.run(store.dense(vector, 127, ANN_K))
             times.append((time.perf_counter() - started) * 1000)
             recalls.append(len(truth & {h.row["chunk_id"] for h in hits}) / ANN_K)
-        found[probes] = (float(np.mean(recalls)), float(np.median(times)))
+        found[scale] = (store.ann_nprobes(len(ids), len(ids)), float(np.mean(recalls)), float(np.median(times)))
     return found
 
 
@@ -150,13 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--depth", type=int, default=64, help="hits fetched per list (≥ the largest candidates)")
     parser.add_argument("--top", type=int, default=15, help="grid points printed")
     parser.add_argument("--ann", action="store_true",
-                        help="also measure recall@16 of the ANN route against exact search per nprobes")
+                        help="also measure recall@16 of the ANN route against exact search per probe scale")
     parser.add_argument("--json", action="store_true")
     return parser
 
 
 def gather(args: argparse.Namespace, base: Settings) -> tuple[dict[str, list[Query]], dict[str, Any]]:
-    """Each set's cached queries, and with --ann its ANN recall per nprobes."""
+    """Each set's cached queries, and with --ann its ANN recall per probe scale."""
     embedder = make_embedder(base)
     chosen = choose(args.docs, args.golden, args.suite)
     found, ann = {}, {}
@@ -187,5 +187,6 @@ def main(argv: list[str]) -> int:
     print(render(results, base_lines, grid, args.top))
     for name, figures in ann.items():
         print(f"{name}: ANN recall@{ANN_K} against exact search (p50 ms): " + (", ".join(
-            f"nprobes {n}: {r:.3f} ({ms:.1f})" for n, (r, ms) in figures.items()) or "no ANN index (a flat scan is exact)"))
+            f"probe scale {scale} ({n} partitions): {r:.3f} ({ms:.1f})" for scale, (n, r, ms) in figures.items())
+            or "no ANN index (a flat scan is exact)"))
     return 0

@@ -11,6 +11,7 @@ import functools
 import inspect
 import json
 import logging
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -168,12 +169,18 @@ class _AnnState:
     version: int  # the table version they were read at
     has_index: bool
     min_rows: int  # ann_min_rows recorded by the last maintain()
-    counts: dict[str, int] = field(default_factory=dict)  # access filter -> rows passing
+    rows: int  # all rows of that version
+    counts: dict[int, int] = field(default_factory=dict)  # max_rank -> rows at or below it
 
-    async def passing(self, table: Any, where: str) -> int:
-        if where not in self.counts:
-            self.counts[where] = await table.count_rows(where)
-        return self.counts[where]
+    async def passing(self, table: Any, max_rank: int) -> int:
+        """Rows a reader at `max_rank` may see, counted once per version with the bitmap index."""
+        if max_rank not in self.counts:
+            self.counts[max_rank] = await table.count_rows(_access_filter(max_rank))
+        return self.counts[max_rank]
+
+
+def _access_filter(max_rank: int) -> str:
+    return f"access_rank <= {int(max_rank)}"
 
 
 @dataclass
@@ -365,12 +372,13 @@ class Store:
         self._view.reader = None
         self._ann = None
 
-    # IVF_SQ settings measured with `python -m eval bench` (README, performance section).
-    ANN_PARTITION_ROWS = 1000  # rows per IVF partition: 100 partitions at 100k rows
-    ANN_NPROBES = 10  # partitions probed; the access prefilter applies inside each of them
-    # Probing goes on up to this many partitions while a narrow filter leaves fewer than k rows.
-    # Unbounded (0) cost 9x at 300k rows even when 10 probes found plenty (17.5 vs 1.9 ms; 40: 3.4).
-    ANN_MAX_NPROBES = 40
+    # IVF_SQ settings measured with `python -m eval bench` (README, "A million chunks").
+    # Rows per IVF partition, given to LanceDB as target_partition_size: it keeps that through
+    # optimize(). A num_partitions is not kept: optimize() joins partitions smaller than its own
+    # target, and 1,000 partitions of 1,000 rows became 57 of ~17,500 at 1M rows.
+    ANN_PARTITION_ROWS = 4096
+    ANN_PROBE_SCALE = 1.5  # see ann_nprobes()
+    ANN_MIN_PROBES = 12
     ANN_RETRAIN = 1.5  # rebuild the index when the row count moves by this factor
 
     def maintain(self, ann_min_rows: int, cleanup_after: timedelta = CLEANUP_AFTER) -> None:
@@ -396,12 +404,37 @@ class Store:
             vectors.optimize(cleanup_older_than=cleanup_after)
 
     async def _ann_state(self, table: Any) -> _AnnState:
-        """What dense() needs to pick a route, read again only when the table version changes."""
+        """What dense() needs to pick a route, read again only when the table version changes.
+
+        A new version's vector index is loaded into LanceDB's cache first (~1 ms when it already
+        is): partitions loaded one search at a time made the first ten searches after a rebuild
+        take 121 ms on average at 1M rows, against 0.6 s to load all of them at once."""
         version = await table.version()
         if self._ann is None or self._ann.version != version:
-            has_index = any(ix.columns == ["vector"] for ix in await table.list_indices())
-            self._ann = _AnnState(version, has_index, int(self.meta().get("ann_min_rows", 0)))
+            index = next((ix.name for ix in await table.list_indices() if ix.columns == ["vector"]), None)
+            if index is not None:
+                await table.prewarm_index(index)
+            min_rows = int(self.meta().get("ann_min_rows", 0))
+            self._ann = _AnnState(version, index is not None, min_rows, await table.count_rows())
         return self._ann
+
+    def ann_partitions(self, rows: int) -> int:
+        return max(1, rows // self.ANN_PARTITION_ROWS)
+
+    def ann_nprobes(self, rows: int, passing: int) -> int:
+        """IVF partitions to probe when `passing` of the table's `rows` rows pass the access
+        filter: ANN_PROBE_SCALE·sqrt(partitions / share passing), at least ANN_MIN_PROBES, at
+        most all of them.
+
+        More partitions need more probes for the same recall (about as their square root), and a
+        filter needs more again: its rows cluster by topic (access levels follow folders), so the
+        nearest rows a reader may see lie further out than the nearest rows overall. Below ~50
+        partitions the square root falls short (recall@16 0.93-0.94 at 100k rows with 8-9 of 24).
+        Measured with `python -m eval bench` (README, "A million chunks")."""
+        partitions = self.ann_partitions(rows)
+        share = max(passing, 1) / max(rows, 1)
+        probes = math.ceil(self.ANN_PROBE_SCALE * math.sqrt(partitions / share))
+        return min(partitions, max(self.ANN_MIN_PROBES, probes))
 
     def has_ann_index(self) -> bool:
         return any(ix.columns == ["vector"] for ix in self.chunks().list_indices())
@@ -409,8 +442,8 @@ class Store:
     def build_ann_index(self) -> None:
         table = self.chunks()
         rows = table.count_rows()
-        partitions = max(1, rows // self.ANN_PARTITION_ROWS)
-        table.create_index("vector", config=IvfSq(distance_type="cosine", num_partitions=partitions), replace=True)
+        config = IvfSq(distance_type="cosine", target_partition_size=self.ANN_PARTITION_ROWS)
+        table.create_index("vector", config=config, replace=True)
         self.set_meta(ann_trained_rows=rows)
         self._wrote()
 
@@ -419,25 +452,43 @@ class Store:
     async def dense(self, vector: np.ndarray, max_rank: int, limit: int) -> list[Hit]:
         """Top `limit` chunks by cosine similarity among those at `max_rank` or below.
 
-        The ANN index is used when the access filter passes at least `ann_min_rows` rows (counted
-        once per table version with the bitmap index); fewer rows are scanned flat, exactly."""
+        The route comes from counts made once per table version (bitmap index): a filter passing
+        fewer than `ann_min_rows` rows scans them flat, exactly; otherwise the ANN index probes
+        ann_nprobes() of its partitions, then all of them if that found fewer than `limit` rows.
+        The access filter runs inside the search unless every row of the version passes it (it
+        costs ~20% at 1M rows even then). Rows above `max_rank` are dropped from every result
+        all the same: a version written between the count and the search can cost hits, never
+        leak one."""
         table = await self._searchable()
-        where = f"access_rank <= {int(max_rank)}"
+        state = await self._ann_state(table)
+        passing = await state.passing(table, max_rank)
+        search = functools.partial(self._nearest, table, vector, limit, None if passing == state.rows else max_rank)
+        if not (state.has_index and passing >= state.min_rows):
+            return _readable(await search(None), max_rank)
+        nprobes, partitions = self.ann_nprobes(state.rows, passing), self.ann_partitions(state.rows)
+        hits = _readable(await search(nprobes), max_rank)
+        if len(hits) < min(limit, passing) and nprobes < partitions:
+            hits = _readable(await search(partitions), max_rank)
+        return hits
+
+    @staticmethod
+    async def _nearest(
+        table: Any, vector: np.ndarray, limit: int, max_rank: int | None, nprobes: int | None
+    ) -> list[Hit]:
+        """One vector search: filtered to `max_rank` unless None, through the ANN index probing
+        `nprobes` partitions, or a flat scan when that is None."""
         query = (
             table.query()
             .nearest_to(np.asarray(vector, dtype=np.float32))
             .distance_type("cosine")
-            .where(where)
             .select([*SEARCH_COLUMNS, "_distance"])  # named, or lance warns that it will drop it
             .limit(limit)
         )
-        state = await self._ann_state(table)
-        if state.has_index and await state.passing(table, where) >= state.min_rows:
-            # A narrow filter may leave fewer than `limit` rows in the first partitions: probe more.
-            # No refine step: SQ distances alone kept recall@16 at 0.98 and were faster (eval bench).
-            query = query.minimum_nprobes(self.ANN_NPROBES).maximum_nprobes(self.ANN_MAX_NPROBES)
-        else:
-            query = query.bypass_vector_index()
+        if max_rank is not None:
+            query = query.where(_access_filter(max_rank))
+        # minimum/maximum_nprobes would not save work: LanceDB 0.40 always probed the maximum.
+        # No refine step: SQ distances alone kept recall@16 at 0.97 and were faster (eval bench).
+        query = query.bypass_vector_index() if nprobes is None else query.nprobes(nprobes)
         return _hits(await query.to_arrow(), "_distance", lambda distance: 1.0 - distance)
 
     @traced("search.text")
@@ -449,7 +500,7 @@ class Store:
         search = (
             table.query()
             .nearest_to_text(words, columns="search_text")
-            .where(f"access_rank <= {int(max_rank)}")
+            .where(_access_filter(max_rank))
             .select([*SEARCH_COLUMNS, "search_text", "_score"])  # search_text: the list's term coverage (rag/retrieval.py)
             .limit(limit)
         )
@@ -490,6 +541,15 @@ class Store:
         if not self.exists():
             return {"documents": 0, "chunks": 0}
         return {"documents": len(self.doc_hashes()), "chunks": self.chunks().count_rows()}
+
+
+def _readable(hits: list[Hit], max_rank: int) -> list[Hit]:
+    """The hits a reader at `max_rank` may see: the last guard of the access filter."""
+    readable = [h for h in hits if h.row["access_rank"] <= max_rank]
+    if len(readable) < len(hits):
+        log.warning("a search at access rank %d returned %d rows above it (dropped): the table changed "
+                    "during the search", max_rank, len(hits) - len(readable))
+    return readable
 
 
 def _hits(result: pa.Table, score_column: str, to_score: Callable[[float], float]) -> list[Hit]:

@@ -7,7 +7,6 @@ import logging
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
 from rag.embeddings import LocalMiniLM, bulk_threads, cores, length_batches
@@ -16,7 +15,7 @@ from rag.chunking import chunk_document
 from rag.documents import AccessRules, load_folder
 from rag.levels import Level
 from rag.progress import Progress, describe, recording_to
-from rag.store import Store, chunk_schema, vector_array
+from rag.store import Store
 from tests.conftest import SAMPLE_DOCS
 
 
@@ -95,30 +94,3 @@ def test_progress_is_a_bar_on_a_terminal_and_log_lines_elsewhere(caplog: pytest.
 def test_describe_gives_rate_and_eta() -> None:
     assert describe(12_000, 33_046, 21.0) == "embedded 12,000 / 33,046 chunks, 21/s, ETA 17 min"
     assert describe(90, 100, 5.0) == "embedded 90 / 100 chunks, 5/s, ETA 2 s"
-
-
-async def test_a_narrow_filter_on_the_ann_route_still_fills_the_top_k(tmp_path: Path) -> None:
-    """Public rows all lie away from the query: the first partitions probed hold none of them, so
-    the search must probe further (up to Store.ANN_MAX_NPROBES) to return k of them."""
-    rng = np.random.default_rng(3)
-    rows, dim = 20_000, 32
-    vectors = rng.standard_normal((rows, dim)).astype(np.float32)
-    query = np.zeros(dim, np.float32)
-    query[0] = 1.0
-    public = np.argsort(vectors @ query)[:40]  # the rows least like the query
-    ranks = np.full(rows, int(Level.restricted), np.int8)
-    ranks[public] = int(Level.public)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    schema = chunk_schema(dim)
-    columns = {f.name: pa.array([""] * rows, type=f.type) for f in schema if f.type == pa.string()}
-    columns |= {"chunk_id": pa.array([str(i) for i in range(rows)]), "ordinal": pa.array(np.zeros(rows, np.int32)),
-                "access_rank": pa.array(ranks), "vector": vector_array(vectors)}
-    store = Store(str(tmp_path / "index"))
-    store.write(pa.table([columns[f.name] for f in schema], schema=schema), None)
-    store.maintain(ann_min_rows=0)  # the ANN route for every filter
-    assert store.has_ann_index()
-    hits = await store.dense(query, int(Level.public), 16)
-    found = {int(h.row["chunk_id"]) for h in hits}
-    exact = set(public[np.argsort(-(vectors[public] @ query))][:16].tolist())
-    assert len(hits) == 16 and found <= set(public.tolist())
-    assert len(found & exact) >= 14  # SQ distances may swap neighbours at the edge of the top 16
