@@ -170,6 +170,7 @@ class _AnnState:
     has_index: bool
     min_rows: int  # ann_min_rows recorded by the last maintain()
     rows: int  # all rows of that version
+    partition_rows: int  # rows per IVF partition the index was built with
     counts: dict[int, int] = field(default_factory=dict)  # max_rank -> rows at or below it
 
     async def passing(self, table: Any, max_rank: int) -> int:
@@ -377,6 +378,10 @@ class Store:
     # optimize(). A num_partitions is not kept: optimize() joins partitions smaller than its own
     # target, and 1,000 partitions of 1,000 rows became 57 of ~17,500 at 1M rows.
     ANN_PARTITION_ROWS = 4096
+    # Indexes built before the partition size was recorded in meta had one partition per 1,000
+    # rows (fewer once optimize() joined them): probes are sized for that until the next
+    # maintain() rebuilds them, so an upgrade never probes too few partitions.
+    LEGACY_PARTITION_ROWS = 1000
     ANN_PROBE_SCALE = 1.5  # see ann_nprobes()
     ANN_MIN_PROBES = 12
     ANN_RETRAIN = 1.5  # rebuild the index when the row count moves by this factor
@@ -396,7 +401,8 @@ class Store:
         rows, trained = table.count_rows(), self.meta().get("ann_trained_rows", 0)
         # optimize() adds new rows to the IVF partitions but never retrains them: rebuild when the
         # table has grown or shrunk by half since training, so partitions keep their size.
-        stale = not self.has_ann_index() or not trained / self.ANN_RETRAIN <= rows <= trained * self.ANN_RETRAIN
+        stale = (not self.has_ann_index() or not trained / self.ANN_RETRAIN <= rows <= trained * self.ANN_RETRAIN
+                 or self.meta().get("ann_partition_rows") != self.ANN_PARTITION_ROWS)
         if rows >= ann_min_rows and stale:
             self.build_ann_index()
         vectors = self._table(VECTORS)
@@ -414,14 +420,16 @@ class Store:
             index = next((ix.name for ix in await table.list_indices() if ix.columns == ["vector"]), None)
             if index is not None:
                 await table.prewarm_index(index)
-            min_rows = int(self.meta().get("ann_min_rows", 0))
-            self._ann = _AnnState(version, index is not None, min_rows, await table.count_rows())
+            meta = self.meta()
+            min_rows = int(meta.get("ann_min_rows", 0))
+            partition_rows = int(meta.get("ann_partition_rows") or self.LEGACY_PARTITION_ROWS)
+            self._ann = _AnnState(version, index is not None, min_rows, await table.count_rows(), partition_rows)
         return self._ann
 
-    def ann_partitions(self, rows: int) -> int:
-        return max(1, rows // self.ANN_PARTITION_ROWS)
+    def ann_partitions(self, rows: int, partition_rows: int | None = None) -> int:
+        return max(1, rows // (partition_rows or self.ANN_PARTITION_ROWS))
 
-    def ann_nprobes(self, rows: int, passing: int) -> int:
+    def ann_nprobes(self, rows: int, passing: int, partition_rows: int | None = None) -> int:
         """IVF partitions to probe when `passing` of the table's `rows` rows pass the access
         filter: ANN_PROBE_SCALE·sqrt(partitions / share passing), at least ANN_MIN_PROBES, at
         most all of them.
@@ -431,7 +439,7 @@ class Store:
         nearest rows a reader may see lie further out than the nearest rows overall. Below ~50
         partitions the square root falls short (recall@16 0.93-0.94 at 100k rows with 8-9 of 24).
         Measured with `python -m eval bench` (README, "A million chunks")."""
-        partitions = self.ann_partitions(rows)
+        partitions = self.ann_partitions(rows, partition_rows)
         share = max(passing, 1) / max(rows, 1)
         probes = math.ceil(self.ANN_PROBE_SCALE * math.sqrt(partitions / share))
         return min(partitions, max(self.ANN_MIN_PROBES, probes))
@@ -444,7 +452,7 @@ class Store:
         rows = table.count_rows()
         config = IvfSq(distance_type="cosine", target_partition_size=self.ANN_PARTITION_ROWS)
         table.create_index("vector", config=config, replace=True)
-        self.set_meta(ann_trained_rows=rows)
+        self.set_meta(ann_trained_rows=rows, ann_partition_rows=self.ANN_PARTITION_ROWS)
         self._wrote()
 
     # -- reads --------------------------------------------------------------------------------
@@ -465,7 +473,8 @@ class Store:
         search = functools.partial(self._nearest, table, vector, limit, None if passing == state.rows else max_rank)
         if not (state.has_index and passing >= state.min_rows):
             return _readable(await search(None), max_rank)
-        nprobes, partitions = self.ann_nprobes(state.rows, passing), self.ann_partitions(state.rows)
+        size = state.partition_rows
+        nprobes, partitions = self.ann_nprobes(state.rows, passing, size), self.ann_partitions(state.rows, size)
         hits = _readable(await search(nprobes), max_rank)
         if len(hits) < min(limit, passing) and nprobes < partitions:
             hits = _readable(await search(partitions), max_rank)

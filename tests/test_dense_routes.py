@@ -156,3 +156,20 @@ def test_probes_grow_as_the_filter_narrows_and_never_pass_the_partitions(tmp_pat
     everyone, team, public = (store.ann_nprobes(rows, int(rows * share)) for share in (1.0, 0.74, 0.1))
     assert 0 < everyone < team < public < partitions
     assert store.ann_nprobes(rows, 1) == partitions and store.ann_nprobes(100, 100) == 1
+
+
+async def test_an_index_from_before_the_recorded_partition_size_is_probed_as_built_then_rebuilt(tmp_path: Path) -> None:
+    """Upgrading: an index whose meta does not say its partition size (built with 1,000-row
+    partitions) is probed as if it had those, so no search probes too few, until maintain()."""
+    rng = np.random.default_rng(9)
+    vectors = unit(rng.standard_normal((5_000, 16)))
+    store = Store(str(tmp_path / "index"))
+    store.write(rows_table(vectors, np.zeros(5_000, np.int8)), None)
+    store.maintain(ann_min_rows=0)
+    assert store.meta()["ann_partition_rows"] == Store.ANN_PARTITION_ROWS
+    store.set_meta(ann_partition_rows=0)  # as an older version left it
+    hits = await store.dense(vectors[0], int(Level.restricted), K)
+    assert store._ann.partition_rows == Store.LEGACY_PARTITION_ROWS and found(hits) >= {0}
+    assert store.ann_nprobes(5_000, 5_000, Store.LEGACY_PARTITION_ROWS) == 5  # every legacy partition
+    store.maintain(ann_min_rows=0)
+    assert store.meta()["ann_partition_rows"] == Store.ANN_PARTITION_ROWS
