@@ -339,6 +339,11 @@ async def test_a_push_mid_sync_reaches_the_other_replica_and_a_standby_replaces_
         await c.push("A")
         await until(lambda: parking_cited(c3), 120, "B never cited the pushed doc")
         assert time.monotonic() - pushed < 120
+
+        async def recorded() -> bool:  # the run marks its request done just after the commit B read
+            return all(r.finished_at is not None for r in await c.requests())
+
+        await until(recorded, 30, "the run that applied the push never recorded it")
         first, second = [r for r in await c.requests() if r.source == "webhook"][-2:]
         assert second.requested_at < first.finished_at  # pushed while the first run was syncing...
         assert second.ok and second.claimed_at >= first.finished_at  # ...and applied by the next one
