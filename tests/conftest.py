@@ -147,6 +147,20 @@ def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return request.getfixturevalue("postgres_url")
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under xdist (`make test`) a worker hands its note to the controller, which prints it."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None and _postgres_note:
+        workeroutput["postgres_note"] = _postgres_note[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    note = getattr(node, "workeroutput", {}).get("postgres_note")
+    if note and not _postgres_note:
+        _postgres_note.append(note)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _postgres_note:
         terminalreporter.write_line(f"Postgres: {_postgres_note[0]}; Postgres-parametrised tests ran on SQLite")
