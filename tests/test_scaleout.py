@@ -339,11 +339,7 @@ async def test_a_push_mid_sync_reaches_the_other_replica_and_a_standby_replaces_
         await c.push("A")
         await until(lambda: parking_cited(c3), 120, "B never cited the pushed doc")
         assert time.monotonic() - pushed < 120
-
-        async def recorded() -> bool:  # the run marks its request done just after the commit B read
-            return all(r.finished_at is not None for r in await c.requests())
-
-        await until(recorded, 30, "the run that applied the push never recorded it")
+        await until(lambda: all_recorded(c), 30, "the run that applied the push never recorded it")
         first, second = [r for r in await c.requests() if r.source == "webhook"][-2:]
         assert second.requested_at < first.finished_at  # pushed while the first run was syncing...
         assert second.ok and second.claimed_at >= first.finished_at  # ...and applied by the next one
@@ -368,7 +364,12 @@ async def test_a_push_mid_sync_reaches_the_other_replica_and_a_standby_replaces_
         assert answers and all(("level -2" in a and c3[:7] in a) or ("level -3" in a and c4[:7] in a)
                                for a in answers), answers
         await until(lambda: parking_cited_again(c, c4), 30, "B never cited the version the standby synced")
-        assert all(r.finished_at is not None for r in await c.requests())  # the killed run's request too
+        await until(lambda: all_recorded(c), 30, "the killed run's request was never recorded as done")
+
+
+async def all_recorded(c: Cluster) -> bool:
+    """Every request marked done: a run does that just after the commit a replica may already cite."""
+    return all(r.finished_at is not None for r in await c.requests())
 
 
 async def parking_cited_again(c: Cluster, commit: str) -> bool:
