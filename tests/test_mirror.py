@@ -23,8 +23,7 @@ from sync.service import run_sync
 from sync.status import read_status, render_status
 from tests.conftest import make_settings
 from tests.standins.s3 import LocalS3
-from tests.test_s3_index import DOCS, VACATION, bucket_settings, cited_commit
-from tests.test_sync_support import new_repo
+from tests.test_s3_index import VACATION, cited_commit, synced_bucket
 
 QUESTION = "How many vacation days do I get?"
 OUTAGE = "cannot read the index bucket"
@@ -38,6 +37,11 @@ def local_files(folder: Path) -> dict[str, tuple[int, int]]:
 
 def bucket_files(s3: LocalS3, prefix: str) -> set[str]:
     return {k[len(prefix):] for k in s3.keys(prefix)}
+
+
+def served_status(mirror: MirroredIndex) -> str:
+    """What `/docs status` shows on a replica that has never synced itself."""
+    return render_status(read_status(mirror.store, {"last_sync": None, "last_success_at": None}))
 
 
 def replica(settings: Settings, folder: Path, embedder: LocalMiniLM) -> tuple[MirroredIndex, Engine]:
@@ -55,10 +59,7 @@ def test_manifest_names_of_both_lance_schemes_give_their_version() -> None:
 async def test_the_mirror_answers_like_the_bucket_and_copies_only_what_a_new_version_adds(
     tmp_path: Path, s3: LocalS3, embedder: LocalMiniLM
 ) -> None:
-    source = new_repo(tmp_path / "upstream")
-    c1 = commit_files(source, DOCS)
-    settings = bucket_settings(tmp_path, s3, source)
-    run_sync(settings, embedder)
+    source, c1, settings = synced_bucket(tmp_path, s3, embedder)
     mirror, engine = replica(settings, tmp_path / "mirror", embedder)
     assert mirror.snapshot is None  # nothing copied yet: the store says the index is missing
     mirror.refresh()
@@ -80,7 +81,7 @@ async def test_the_mirror_answers_like_the_bucket_and_copies_only_what_a_new_ver
     after = local_files(tmp_path / "mirror")
     assert all(after[rel] == stamp for rel, stamp in before.items() if rel in after)  # none copied twice
     assert set(after) - set(before), "the new version's files were not copied"
-    status = render_status(read_status(mirror.store, {"last_sync": None, "last_success_at": None}))
+    status = served_status(mirror)
     assert f"served from a local copy of {settings.data_dir} (version {mirror.snapshot.versions['chunks']}" in status
     assert c2[:12] in status
 
@@ -88,10 +89,7 @@ async def test_the_mirror_answers_like_the_bucket_and_copies_only_what_a_new_ver
 async def test_a_replica_keeps_answering_from_its_copy_through_an_outage_and_a_restart(
     tmp_path: Path, s3: LocalS3, embedder: LocalMiniLM, caplog: pytest.LogCaptureFixture
 ) -> None:
-    source = new_repo(tmp_path / "upstream")
-    c1 = commit_files(source, DOCS)
-    settings = bucket_settings(tmp_path, s3, source)
-    run_sync(settings, embedder)
+    _, c1, settings = synced_bucket(tmp_path, s3, embedder)
     mirror, engine = replica(settings, tmp_path / "mirror", embedder)
     mirror.refresh()
     caplog.set_level(logging.INFO, "docsbot.index")
@@ -99,7 +97,7 @@ async def test_a_replica_keeps_answering_from_its_copy_through_an_outage_and_a_r
         for _ in range(3):
             mirror.refresh()
             assert (await cited_commit(engine, QUESTION, "handbook/vacation.md"))[0] == c1
-        status = render_status(read_status(mirror.store, {"last_sync": None, "last_success_at": None}))
+        status = served_status(mirror)
         assert "the bucket is unreachable since" in status
         # A replica started while the bucket is down answers from the copy its folder holds.
         restarted, engine2 = replica(settings, tmp_path / "mirror", embedder)
@@ -116,10 +114,7 @@ async def test_a_replica_keeps_answering_from_its_copy_through_an_outage_and_a_r
 async def test_a_copy_that_fails_half_way_leaves_the_previous_version_answering(
     tmp_path: Path, s3: LocalS3, embedder: LocalMiniLM
 ) -> None:
-    source = new_repo(tmp_path / "upstream")
-    c1 = commit_files(source, DOCS)
-    settings = bucket_settings(tmp_path, s3, source)
-    run_sync(settings, embedder)
+    source, c1, settings = synced_bucket(tmp_path, s3, embedder)
     mirror, engine = replica(settings, tmp_path / "mirror", embedder)
     mirror.refresh()
     pinned, before = mirror.snapshot, local_files(tmp_path / "mirror")
@@ -147,10 +142,7 @@ async def test_a_copy_that_fails_half_way_leaves_the_previous_version_answering(
 def test_files_the_bucket_cleaned_up_leave_the_mirror_one_refresh_later(
     tmp_path: Path, s3: LocalS3, embedder: LocalMiniLM
 ) -> None:
-    source = new_repo(tmp_path / "upstream")
-    commit_files(source, DOCS)
-    settings = bucket_settings(tmp_path, s3, source)
-    run_sync(settings, embedder)
+    source, _, settings = synced_bucket(tmp_path, s3, embedder)
     mirror, _ = replica(settings, tmp_path / "mirror", embedder)
     mirror.refresh()
     for days in (26, 27):

@@ -40,6 +40,15 @@ def bucket_settings(tmp_path: Path, s3: LocalS3, source: Path) -> Settings:
     return local.model_copy(update={"data_dir": s3.uri("team/index")})
 
 
+def synced_bucket(tmp_path: Path, s3: LocalS3, embedder: LocalMiniLM) -> tuple[Path, str, Settings]:
+    """The sample docs committed to a new repo and synced once into the bucket: (repo, commit, settings)."""
+    source = new_repo(tmp_path / "upstream")
+    first = commit_files(source, DOCS)
+    settings = bucket_settings(tmp_path, s3, source)
+    run_sync(settings, embedder)
+    return source, first, settings
+
+
 async def cited_commit(engine: Engine, question: str, doc_path: str) -> tuple[str, str]:
     answer = await engine.ask(question, Level.public)
     assert answer.answered, answer.detail
@@ -75,10 +84,7 @@ async def test_a_sync_writes_into_the_bucket_and_a_running_replica_sees_the_next
 def test_a_reader_polling_the_bucket_during_a_sync_never_sees_half_of_it(
     tmp_path: Path, s3: LocalS3, embedder: LocalMiniLM
 ) -> None:
-    source = new_repo(tmp_path / "upstream")
-    commit_files(source, DOCS)
-    settings = bucket_settings(tmp_path, s3, source)
-    run_sync(settings, embedder)
+    source, _, settings = synced_bucket(tmp_path, s3, embedder)
     reader = Store(settings.data_dir, refresh_s=0)  # checks for a new version on every read
     before = reader.doc_columns("commit")
     # Edits, an add, a delete and a rename: four kinds of change, applied by one sync.
