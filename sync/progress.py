@@ -24,20 +24,20 @@ EVERY_S = 2.0
 def recording(lease: WriterLease) -> Iterator[None]:
     """Record the progress of the embedding done inside this block; delete the record after it."""
     progress = SyncProgress(lease.db)
-    last = [float("-inf")]
-    failed = [False]
+    last, failed = float("-inf"), False
 
     def record(done: int, total: int) -> None:
+        nonlocal last, failed
         now = time.monotonic()
-        if now - last[0] < EVERY_S and done < total:
+        if now - last < EVERY_S and done < total:
             return
-        last[0] = now
+        last = now
         try:
             lease.call(lambda: progress.report(lease.holder, done, total))
         except StateUnavailable as exc:  # only `docsbot status` misses it: once per run in the log
-            if not failed[0]:
+            if not failed:
                 log.warning("could not record the sync's progress: %s", exc)
-                failed[0] = True
+                failed = True
 
     try:
         with recording_to(record):
