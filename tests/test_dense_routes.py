@@ -8,6 +8,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from rag.levels import Level
 from rag.store import Store, chunk_schema, vector_array
@@ -67,6 +68,23 @@ async def test_no_route_returns_a_row_above_the_reader(tmp_path: Path) -> None:
                 assert ranks[list(found(hits))].max() <= int(level)
                 overlap = len(found(hits) & exact_top(vectors, ranks, query, int(level)))
                 assert overlap == K if ann_min_rows == NEVER else overlap >= K - 2
+
+
+async def test_dense_scores_are_exact_cosines_in_order_on_every_route(tmp_path: Path) -> None:
+    """The IVF_SQ index ranks by quantised distances; the hits' scores (which the answerability
+    gate reads) are the exact cosine of the returned vectors, best first, on the ANN route too."""
+    rng = np.random.default_rng(7)
+    vectors = unit(rng.standard_normal((6_000, 384)))
+    query = unit(vectors[42] + 0.5 * rng.standard_normal(384) / np.sqrt(384))
+    store = Store(str(tmp_path / "index"))
+    store.write(rows_table(vectors, np.zeros(len(vectors))), None)
+    for ann_min_rows in (NEVER, 0):
+        store.maintain(ann_min_rows=ann_min_rows)
+        assert store.has_ann_index() == (ann_min_rows == 0)
+        hits = await store.dense(query, int(Level.restricted), K)
+        exact = [float(vectors[int(h.row["chunk_id"])] @ query) for h in hits]
+        assert [h.score for h in hits] == pytest.approx(exact, abs=1e-5)
+        assert exact == sorted(exact, reverse=True) and int(hits[0].row["chunk_id"]) == 42
 
 
 async def test_a_reader_whom_every_row_passes_still_never_sees_rows_added_above_it(tmp_path: Path) -> None:
