@@ -30,12 +30,9 @@ class Chunk:
     section: str  # heading path below the title ("" for the preamble)
     anchor: str  # GitHub-style anchor of the section heading ("" for the preamble)
     text: str  # the Markdown of the chunk
+    heading_path: str  # title (unless it is only an identifier) › headings: the chunk's context
     embed_text: str  # heading path + text: what is embedded and full-text indexed
     text_hash: str  # sha256 of embed_text: the key of the vector cache
-
-    @property
-    def heading_path(self) -> str:
-        return self.embed_text.split("\n", 1)[0]
 
 
 @dataclass
@@ -163,6 +160,14 @@ def _overlap_tail(text: str, overlap: int) -> str:
     return tail[space + 1:] if 0 <= space < len(tail) - 1 else tail
 
 
+def context_title(title: str) -> str:
+    """The title as context for every chunk of its page, or "" when it names nothing: a title
+    taken from a file name that is only an identifier (`2ec3def5abce1bd5-2-2124`: hex and
+    numbers, no word) would put the same meaningless tokens into every chunk's embedding and
+    full-text entry."""
+    return title if any(word.isalpha() for word in re.findall(r"\w+", title)) else ""
+
+
 def chunk_document(doc: Document, size: int, overlap: int) -> list[Chunk]:
     chunks: list[Chunk] = []
     for section in sections(doc):
@@ -182,10 +187,10 @@ def chunk_document(doc: Document, size: int, overlap: int) -> list[Chunk]:
                 last_kind = kind
         if current:
             pieces.append(current)
-        heading_path = HEADING_SEP.join([doc.title, *section.headings])
+        heading_path = HEADING_SEP.join(part for part in (context_title(doc.title), *section.headings) if part)
         section_name = HEADING_SEP.join(section.headings)
         for i, text in enumerate(pieces):
-            embed_text = f"{heading_path}\n\n{text}"
+            embed_text = f"{heading_path}\n\n{text}" if heading_path else text
             chunk_id = hashlib.sha1(f"{doc.path}\x00{section.anchor}\x00{i}".encode()).hexdigest()[:20]
             chunks.append(
                 Chunk(
@@ -195,6 +200,7 @@ def chunk_document(doc: Document, size: int, overlap: int) -> list[Chunk]:
                     section=section_name,
                     anchor=section.anchor,
                     text=text,
+                    heading_path=heading_path,
                     embed_text=embed_text,
                     text_hash=hashlib.sha256(embed_text.encode()).hexdigest(),
                 )

@@ -77,3 +77,15 @@ def test_oversized_code_block_is_cut_at_lines():
 
 def test_slugify_matches_github():
     assert slugify("Step 2: Install `wireguard` (macOS)") == "step-2-install-wireguard-macos"
+
+
+def test_a_title_that_is_only_an_identifier_is_not_put_into_every_chunk():
+    """A page without a title takes its file name; `2ec3def5abce1bd5-2-2124` names nothing, and
+    its hex and digits would go into every chunk's embedding. A file name with words stays."""
+    body = "Atmospheric pressure keeps body fluids liquid.\n\n## Symptoms\n\nAt altitude, oxygen is scarce."
+    numbered = chunk_document(doc(body, "pages/2ec3def5abce1bd5-2-2124.md"), size=400, overlap=50)
+    assert numbered[0].embed_text == "Atmospheric pressure keeps body fluids liquid."
+    assert [c.heading_path for c in numbered] == ["", "Symptoms"]
+    assert numbered[1].embed_text.startswith("Symptoms\n\nAt altitude")
+    named = chunk_document(doc(body, "pages/pressure-2024.md"), size=400, overlap=50)
+    assert [c.heading_path for c in named] == ["pressure 2024", "pressure 2024 › Symptoms"]
