@@ -15,7 +15,9 @@ from rag.progress import Progress
 from rag.timing import StageSeconds
 from rag.store import Store, chunk_schema, vector_array
 
-CHUNKING_VERSION = 1
+# Raised when the chunker's output changes for the same settings, so the next sync rewrites every
+# row (2: a title that is only an identifier is no longer part of the chunks' text).
+CHUNKING_VERSION = 2
 
 
 @dataclass(frozen=True)
