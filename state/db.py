@@ -25,6 +25,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, ProgrammingError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from docsbot.errors import UserError
@@ -39,7 +40,9 @@ SQLITE_BUSY_TIMEOUT_MS = 15_000
 # A Postgres that does not answer must not hold a Slack ack (3 s budget) for long.
 POSTGRES_CONNECT_TIMEOUT_S = 3
 # Errors that mean "the database cannot be reached (or is locked)", not "the request was wrong".
-UNREACHABLE = (OperationalError, InterfaceError, OSError)
+# A pool TimeoutError: no connection came free in time (SQLite's one connection held by a
+# transaction waiting out a locked file).
+UNREACHABLE = (OperationalError, InterfaceError, OSError, PoolTimeout)
 
 
 class StateUnavailable(RuntimeError):
@@ -86,7 +89,8 @@ def _engine_options(url: URL) -> dict[str, Any]:
     # connection per process queues them in order, where several would contend through SQLite's
     # busy handler, which sleeps and retries (measured: mention acks at p99 4.4 s under 50
     # concurrent mentions with 15 connections). Other processes still wait via busy_timeout.
-    return {"pool_size": 1, "max_overflow": 0}
+    # A request queued behind it waits no longer than the busy timeout either.
+    return {"pool_size": 1, "max_overflow": 0, "pool_timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
 
 
 def _wal(cursor: Any) -> None:
