@@ -27,7 +27,8 @@ STOP = frozenset(
     back best really actually go going see look find like good bad happen happens thing things something
     anything everything much many few lot lots kind sort also even ever never always sometimes exactly
     roughly usual normal normally typical typically yet already soon later early late next previous ago
-    somebody anybody everyone people person mean means""".split()
+    somebody anybody everyone people person mean means
+    gets goes went gone makes making uses shows looks finds sees knows tells needs wants saying""".split()
 )
 # Each group is matched as one term: the first word is the group's name.
 SYNONYM_GROUPS = (

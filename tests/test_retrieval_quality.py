@@ -74,6 +74,7 @@ def test_stems_and_synonyms_match_the_docs_words() -> None:
     assert content_terms("how long is a VPN configuration valid?") == content_terms("vpn configurations expire")
     assert "approve" in content_terms("who needs to sign off") and "approve" in content_terms("Approval needed")
     assert set(content_terms("how do I set up the VPN")) == {"install", "vpn"}
+    assert content_terms("who gets paged after 20 minutes?") == ["page", "20", "minute"]  # "gets" is a stop word as "get" is
 
 
 def test_citations_renumbered_in_the_order_shown() -> None:
