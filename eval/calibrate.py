@@ -3,8 +3,9 @@ and write its parameter file (default rag/answerability.json, loaded by every en
 
 Every case of every set is retrieved as `Engine.ask` would (at its level, follow-ups made
 standalone); its features are labelled answerable or not. A logistic regression on standardised
-features is fitted with each set weighing the same (and, within a set, both labels weighing the
-same), so a set with many cases does not decide alone. The threshold is then the one with the
+features is fitted on the sets that hold both labels, each set weighing the same (and, within a
+set, both labels weighing the same), so a set with many cases does not decide alone; a set with
+one label only helps choose the threshold (see fit_weights). The threshold is then the one with the
 best macro balanced accuracy: per set, the mean of its answered rate and its abstention recall
 (the answered rate alone for a set without unanswerable questions), averaged over the sets;
 `--min-answered` can demand a floor on every set's answered rate. The thresholds tried are
@@ -61,6 +62,20 @@ def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float = L2, steps: int 
     return coef, bias
 
 
+def fit_weights(labels_per_set: list[list[bool]]) -> np.ndarray:
+    """Each case's weight in the fit: every set with both labels weighs the same, split evenly
+    between its two labels. A set with one label only (awsdocs-dev: all answerable) weighs 0: its
+    questions differ from the other sets' unanswerable ones by corpus (how high cosines run
+    there) more than by answerability, and fitting on that contrast tuned the gate to the
+    corpora. Such a set still takes part in choosing the threshold."""
+    weights: list[float] = []
+    for labels in labels_per_set:
+        n_pos, n_neg = sum(labels), len(labels) - sum(labels)
+        weights += [1 / (2 * (n_pos if label else n_neg)) if n_pos and n_neg else 0.0 for label in labels]
+    total = sum(weights)
+    return np.array(weights) * len(weights) / total if total else np.zeros(len(weights))
+
+
 def per_set_figures(probs: dict[str, np.ndarray], labels: dict[str, np.ndarray], totals: dict[str, tuple[int, int]],
                     threshold: float) -> dict[str, tuple[float, float | None]]:
     """(answered rate, abstention recall) per set at a threshold; cases that never reached the
@@ -111,15 +126,14 @@ def main(argv: list[str]) -> int:
         return 2
     x = np.array([[row[f] for f in names] for rows, _ in data.values() for row in rows])
     y = np.array([label for _, labels in data.values() for label in labels], dtype=float)
-    weights = []
-    for rows, labels in data.values():  # each set weighs 1, split evenly between its two labels
-        n_pos, n_neg = sum(labels), len(labels) - sum(labels)
-        classes = 2 if n_pos and n_neg else 1
-        weights += [1 / (classes * (n_pos if label else n_neg)) for label in labels]
-    w = np.array(weights) * len(y) / len(data)
+    weights = fit_weights([labels for _, labels in data.values()])
+    if not weights.any():
+        print("eval: error: no set has both answerable and unanswerable questions that reach the gate: "
+              "nothing to fit on", file=sys.stderr)
+        return 2
     means, std = x.mean(axis=0), x.std(axis=0)
     scales = np.where(std < 1e-4, 1.0, std)  # a feature constant on these sets carries no signal
-    coef, bias = fit((x - means) / scales, y, w)
+    coef, bias = fit((x - means) / scales, y, weights)
     model = answerability.Model(dict(zip(names, coef.round(4).tolist())), dict(zip(names, means.round(4).tolist())),
                                 dict(zip(names, scales.round(4).tolist())), round(float(bias), 4), 0.0)
     probs = {name: np.array([model.probability(r) for r in rows]) for name, (rows, _) in data.items()}

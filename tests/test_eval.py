@@ -274,6 +274,15 @@ def test_run_reports_each_set_and_their_macro_average(
     assert "need as many --golden" in capsys.readouterr().err
 
 
+def test_the_gate_is_fitted_on_the_sets_that_hold_both_labels() -> None:
+    """A set of answerable questions only weighs nothing in the fit; within a set the two labels
+    weigh the same; every set with both labels weighs the same."""
+    weights = calibrate.fit_weights([[True, True, False], [True, False], [True, True]])
+    assert weights[5:].tolist() == [0.0, 0.0]
+    assert weights[0] + weights[1] == pytest.approx(weights[2]) == pytest.approx(weights[3]) == pytest.approx(weights[4])
+    assert weights.sum() == pytest.approx(7) and not calibrate.fit_weights([[True], [True, True]]).any()
+
+
 def test_sweep_prints_the_grid_and_calibrate_writes_the_gate(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -287,6 +296,13 @@ def test_sweep_prints_the_grid_and_calibrate_writes_the_gate(
     tried = len(sweep.points(sweep.GRID | {"rrf_k": [10, 60], "max_chunks_per_doc": [1]}))
     assert f"({tried} points)" in out and len(re.findall(r"^\d+\s+rrf_k=", out, re.M)) == 15  # --top
     gate = tmp_path / "gate.json"
+    # no unanswerable question of these sets reaches the gate (below the floor or above the level)
+    assert calibrate.main(["calibrate", *sets, "--out", str(gate)]) == 2 and not gate.exists()
+    assert "no set has both answerable and unanswerable questions" in capsys.readouterr().err
+    near_miss = {"id": "cats", "question": "are cats welcome in the office?", "gold_doc_ids": [], "answerable": False,
+                 "level": "public"}
+    with (corpus / "golden.jsonl").open("a") as golden:  # on the pets page's topic: it reaches the gate
+        golden.write(json.dumps(near_miss) + "\n")
     assert calibrate.main(["calibrate", *sets, "--out", str(gate)]) == 0
     model = answerability.load(gate)
     assert set(model.weights) == set(answerability.FEATURES) and 0 < model.threshold < 1
