@@ -58,6 +58,7 @@ class WriterLease:
         self._held = False
         self._valid_until = 0.0  # monotonic time until which the last renewal guarantees it
         self._renewer: asyncio.Task[None] | None = None
+        self._released = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -78,6 +79,7 @@ class WriterLease:
         await self._take()
         if self._held and self._renewer is None:
             self._loop = asyncio.get_running_loop()
+            self._released.clear()
             self._renewer = asyncio.create_task(self._renew())
         return self._held
 
@@ -107,7 +109,11 @@ class WriterLease:
 
     async def _renew(self) -> None:
         while True:
-            await asyncio.sleep(self.renew_s)
+            try:
+                await asyncio.wait_for(self._released.wait(), self.renew_s)
+                return
+            except TimeoutError:
+                pass
             try:
                 await self._take()
             except StateUnavailable as exc:  # keep trying: the lease may still be ours when it is back
@@ -119,8 +125,12 @@ class WriterLease:
                 return
 
     async def release(self) -> None:
+        """Stop renewing, then give the lease up. A renewal under way is awaited, not cancelled:
+        cut off, its database call would finish on the driver's thread after this loop closed
+        (an unhandled exception in that thread)."""
+        self._released.set()
         if self._renewer is not None:
-            self._renewer.cancel()
+            await self._renewer
             self._renewer = None
         if self._held:
             self._held = False
