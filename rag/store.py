@@ -497,9 +497,9 @@ class Store:
             query = query.where(_access_filter(max_rank))
         # minimum/maximum_nprobes would not save work: LanceDB 0.40 always probed the maximum.
         # No refine step: SQ distances alone kept recall@16 at 0.97 and were faster (eval bench);
-        # the rows found are then scored and ordered by their exact cosine (_by_exact_cosine).
+        # the rows found are then scored and ordered by their exact cosine (_hits).
         query = query.bypass_vector_index() if nprobes is None else query.nprobes(nprobes)
-        return _by_exact_cosine(_hits(await query.to_arrow(), "_distance", float), vector)
+        return _hits(await query.to_arrow(), "_distance", exact_for=vector)
 
     @traced("search.text")
     async def text(self, query: str, max_rank: int, limit: int) -> list[Hit]:
@@ -514,7 +514,7 @@ class Store:
             .select([*SEARCH_COLUMNS, "search_text", "_score"])  # search_text: the list's term coverage (rag/retrieval.py)
             .limit(limit)
         )
-        return _hits(await search.to_arrow(), "_score", float)
+        return _hits(await search.to_arrow(), "_score")
 
     async def rows(self, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Whole rows (without vectors) of the given chunks, by id."""
@@ -562,20 +562,18 @@ def _readable(hits: list[Hit], max_rank: int) -> list[Hit]:
     return readable
 
 
-def _by_exact_cosine(hits: list[Hit], query: np.ndarray) -> list[Hit]:
-    """Dense hits scored and ordered by their exact cosine similarity. The IVF_SQ index ranks by
-    quantised distances, which are far off on real embeddings (awsdocs-dev: 0.17 where the vectors
-    give 0.59, some below 0), and the answerability gate reads these scores."""
-    query = np.asarray(query, dtype=np.float32)
-    for hit in hits:
-        hit.score = float(hit.vector @ query)
-    return sorted(hits, key=lambda hit: -hit.score)
+def _hits(result: pa.Table, score_column: str, exact_for: np.ndarray | None = None) -> list[Hit]:
+    """Hits from a search result; vectors go to numpy in one copy, not row by row.
 
-
-def _hits(result: pa.Table, score_column: str, to_score: Callable[[float], float]) -> list[Hit]:
-    """Hits from a search result; vectors go to numpy in one copy, not row by row."""
+    With `exact_for` (the query vector of a dense search) each hit is scored by its exact cosine
+    and the hits are ordered by it: the IVF_SQ index ranks by quantised distances, which are far
+    off on real embeddings (awsdocs-dev: 0.17 where the vectors give 0.59, some below 0), and the
+    answerability gate reads these scores."""
     dim = result.schema.field("vector").type.list_size
     vectors = result["vector"].combine_chunks().flatten().to_numpy().reshape(result.num_rows, dim)
     rows = result.select([c for c in result.column_names if c not in ("vector", score_column)]).to_pylist()
-    scores = result[score_column].to_pylist()
-    return [Hit(row, vector, to_score(score)) for row, vector, score in zip(rows, vectors, scores)]
+    if exact_for is None:
+        scores = result[score_column].to_pylist()
+        return [Hit(row, vector, float(score)) for row, vector, score in zip(rows, vectors, scores)]
+    scores = vectors @ np.asarray(exact_for, dtype=np.float32)
+    return [Hit(rows[i], vectors[i], float(scores[i])) for i in np.argsort(-scores, kind="stable")]
