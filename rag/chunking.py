@@ -11,6 +11,7 @@ is embedded (and searched) is prefixed with the heading path `Title › Section 
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -31,8 +32,16 @@ class Chunk:
     anchor: str  # GitHub-style anchor of the section heading ("" for the preamble)
     text: str  # the Markdown of the chunk
     heading_path: str  # title (unless it is only an identifier) › headings: the chunk's context
-    embed_text: str  # heading path + text: what is embedded and full-text indexed
-    text_hash: str  # sha256 of embed_text: the key of the vector cache
+
+    @functools.cached_property
+    def embed_text(self) -> str:
+        """Heading path + text: what is embedded and full-text indexed."""
+        return f"{self.heading_path}\n\n{self.text}" if self.heading_path else self.text
+
+    @functools.cached_property
+    def text_hash(self) -> str:
+        """sha256 of embed_text: the key of the vector cache."""
+        return hashlib.sha256(self.embed_text.encode()).hexdigest()
 
 
 @dataclass
@@ -190,7 +199,6 @@ def chunk_document(doc: Document, size: int, overlap: int) -> list[Chunk]:
         heading_path = HEADING_SEP.join(part for part in (context_title(doc.title), *section.headings) if part)
         section_name = HEADING_SEP.join(section.headings)
         for i, text in enumerate(pieces):
-            embed_text = f"{heading_path}\n\n{text}" if heading_path else text
             chunk_id = hashlib.sha1(f"{doc.path}\x00{section.anchor}\x00{i}".encode()).hexdigest()[:20]
             chunks.append(
                 Chunk(
@@ -201,8 +209,6 @@ def chunk_document(doc: Document, size: int, overlap: int) -> list[Chunk]:
                     anchor=section.anchor,
                     text=text,
                     heading_path=heading_path,
-                    embed_text=embed_text,
-                    text_hash=hashlib.sha256(embed_text.encode()).hexdigest(),
                 )
             )
     return chunks
