@@ -28,7 +28,7 @@ STOP = frozenset(
     anything everything much many few lot lots kind sort also even ever never always sometimes exactly
     roughly usual normal normally typical typically yet already soon later early late next previous ago
     somebody anybody everyone people person mean means
-    gets goes went gone makes making uses shows looks finds sees knows tells needs wants saying""".split()
+    gets goes went gone making uses sees saying""".split()  # forms too short for stem() to reduce
 )
 # Each group is matched as one term: the first word is the group's name.
 SYNONYM_GROUPS = (

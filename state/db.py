@@ -25,7 +25,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, ProgrammingError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.exc import TimeoutError as PoolTimeout  # not the builtin TimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from docsbot.errors import UserError
