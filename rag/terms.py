@@ -28,8 +28,9 @@ STOP = frozenset(
     anything everything much many few lot lots kind sort also even ever never always sometimes exactly
     roughly usual normal normally typical typically yet already soon later early late next previous ago
     somebody anybody everyone people person mean means
-    gets goes went gone making uses sees saying""".split()  # forms too short for stem() to reduce
-)
+    gets goes went gone making uses sees saying
+    isn aren wasn weren doesn don didn hasn haven hadn won wouldn couldn shouldn mustn ll ve re""".split()
+)  # the last lines: forms too short for stem() to reduce, and what is left of "isn't", "we'll"...
 # Each group is matched as one term: the first word is the group's name.
 SYNONYM_GROUPS = (
     ("expire", "expires", "expired", "expiry", "expiration", "valid", "validity", "lifetime"),
@@ -57,7 +58,7 @@ def stem(word: str) -> str:
     if word in SYNONYMS:
         return SYNONYMS[word]
     for suffix in _SUFFIXES:
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+        if len(word) > len(suffix) + (2 if suffix in ("ied", "ies") else 3) and word.endswith(suffix):
             base = word[: -len(suffix)] + ("y" if suffix in ("ied", "ies") else "")
             return SYNONYMS.get(base, base)
     return word

@@ -16,7 +16,7 @@ from rag.generation import number_fit
 from rag.kinds import fits_kind, question_kind
 from rag.retrieval import fuse, list_weights, mmr
 from rag.store import Hit
-from rag.terms import content_terms
+from rag.terms import content_terms, question_terms
 from tests.conftest import make_settings
 
 
@@ -75,6 +75,12 @@ def test_stems_and_synonyms_match_the_docs_words() -> None:
     assert "approve" in content_terms("who needs to sign off") and "approve" in content_terms("Approval needed")
     assert set(content_terms("how do I set up the VPN")) == {"install", "vpn"}
     assert content_terms("who gets paged after 20 minutes?") == ["page", "20", "minute"]  # "gets" is a stop word as "get" is
+
+
+def test_contractions_and_plurals_in_ies_match_the_docs_words() -> None:
+    # "isn't" left "isn" as a question term no page contains, and "bodies" stemmed to "bodi"
+    assert question_terms("what happens to bodies when there isn't enough pressure? we'll see") == {"body", "enough", "pressure"}
+    assert content_terms("one body, two bodies; a city, three cities") == ["body", "two", "body", "city", "three", "city"]
 
 
 def test_citations_renumbered_in_the_order_shown() -> None:
