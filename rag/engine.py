@@ -158,8 +158,12 @@ class Engine:
         if not answerable:
             return _abstain(answer, "no_match", f"answerability {p:.2f} below the threshold", total)
         chosen = retrieval.selected + await self._rest_of_top_doc(retrieval, vector, level)
+        page: dict[str, float] = {}  # how on-topic each page is: its best chunk's similarity
+        for c in chosen:
+            page[c.row["doc_path"]] = max(page.get(c.row["doc_path"], 0.0), c.similarity)
         sources, kept, dropped = select_sources(
-            [(c.row["title"], c.row["section"], c.row["text"], c.similarity) for c in chosen], self.settings.context_budget_chars
+            [(c.row["title"], c.row["section"], c.row["text"], page[c.row["doc_path"]]) for c in chosen],
+            self.settings.context_budget_chars,
         )
         chosen = [chosen[i] for i in kept]
         diag.injections_dropped = dropped

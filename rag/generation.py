@@ -271,8 +271,10 @@ class ExtractiveAnswerer:
     at half weight, with the headings above it, plus a bonus when it holds the kind of answer the
     question asks for (a duration for "how long", a person or role for "who", a reason for "why",
     steps or commands for "how do I", a day or time for "when") and when a number in the question
-    fits a bound it states. Whether the sources answer at all was decided before (the engine's
-    calibrated answerability gate); it declines only when no passage shares a word."""
+    fits a bound it states; all scaled by how close its page is to the question (a page that the
+    full-text list alone brought in should not be quoted for one word it shares). Whether the
+    sources answer at all was decided before (the engine's calibrated answerability gate); it
+    declines only when no passage shares a word."""
 
     name = "extractive"
 
@@ -301,6 +303,7 @@ class ExtractiveAnswerer:
                                  matched_terms(asked, set(content_terms(own_heading))),
                                  matched_terms(asked, set(content_terms(outer)))))
         df = Counter(t for p in passages for t in p[3] | p[4])
+        top = max(s.page_similarity for s in sources)
         idf = {t: math.log(1 + len(passages) / df[t]) for t in df}
         scored: list[tuple[float, int, int, str]] = []
         for order, (s, headings, passage, overlap, own_terms, outer_terms) in enumerate(passages):
@@ -308,6 +311,8 @@ class ExtractiveAnswerer:
                 continue
             relevance = sum(idf[t] for t in overlap | own_terms) + 0.5 * sum(idf.get(t, 1.0) for t in outer_terms - overlap - own_terms)
             relevance += 0.5 / s.n
+            if top > 0:  # a page far less similar to the question than the best one weighs less
+                relevance *= (max(s.page_similarity, 0.0) / top) ** 0.5
             bonus = self.kind_bonus * fits_kind(kind, headings, passage) + 0.5 * number_fit(question, passage)
             scored.append((relevance * (1 + bonus), order, s.n, passage))
         if not scored:

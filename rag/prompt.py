@@ -41,7 +41,7 @@ class Source:
     title: str
     section: str
     text: str
-    similarity: float = 0.0  # cosine similarity of the chunk to the question
+    page_similarity: float = 0.0  # the best cosine similarity to the question among its page's chunks
 
 
 def looks_injected(text: str) -> bool:
@@ -56,14 +56,14 @@ def neutralise(text: str) -> str:
 def select_sources(
     texts: list[tuple[str, str, str, float]], budget: int
 ) -> tuple[list[Source], list[int], int]:
-    """Number the (title, section, text, similarity) chunks that are safe and fit the budget.
+    """Number the (title, section, text, page similarity) chunks that are safe and fit the budget.
 
     Returns (sources, indexes of the kept inputs, number dropped as injection attempts)."""
     sources: list[Source] = []
     kept: list[int] = []
     dropped = 0
     used = 0
-    for index, (title, section, text, similarity) in enumerate(texts):
+    for index, (title, section, text, page_similarity) in enumerate(texts):
         if looks_injected(text):
             dropped += 1
             continue
@@ -71,7 +71,7 @@ def select_sources(
             break
         body = text[:budget] if not sources else text
         used += len(body)
-        sources.append(Source(len(sources) + 1, title, section, body, similarity))
+        sources.append(Source(len(sources) + 1, title, section, body, page_similarity))
         kept.append(index)
     return sources, kept, dropped
 

@@ -5,7 +5,7 @@ import pytest
 
 from rag.check import check_answer
 from rag.engine import Engine
-from rag.generation import OpenAIChat, ProviderError, retry_after_seconds, split_passages
+from rag.generation import ExtractiveAnswerer, OpenAIChat, ProviderError, retry_after_seconds, split_passages
 from rag.levels import Level
 from rag.prompt import Source, build_messages, select_sources
 from tests.conftest import make_settings
@@ -139,3 +139,12 @@ def test_passages_keep_lead_ins_with_their_lists_and_table_rows_with_their_colum
         "Sentence two.",
         "- an item",
     ]
+
+
+async def test_extractive_answer_quotes_the_page_close_to_the_question_over_one_that_shares_a_word():
+    # The full-text list can bring in an unrelated page that names the product and gives a reason:
+    # its passage must not push out the page the question is about.
+    sources = [Source(1, "ADR 2: event bus", "Decision", "Kafka keeps a durable, replayable log for every consumer.", 0.6),
+               Source(2, "Deploy policy", "Approvals", "Kafka deploys need a sign-off, because a bad deploy loses records.", 0.2)]
+    text = await ExtractiveAnswerer().generate("why did we choose kafka?", sources, [])
+    assert "durable, replayable log for every consumer. [1]" in text
