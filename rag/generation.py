@@ -303,7 +303,7 @@ class ExtractiveAnswerer:
                                  matched_terms(asked, set(content_terms(own_heading))),
                                  matched_terms(asked, set(content_terms(outer)))))
         df = Counter(t for p in passages for t in p[3] | p[4])
-        top = max(s.page_similarity for s in sources)
+        top = max((s.page_similarity for s in sources), default=0.0)
         idf = {t: math.log(1 + len(passages) / df[t]) for t in df}
         scored: list[tuple[float, int, int, str]] = []
         for order, (s, headings, passage, overlap, own_terms, outer_terms) in enumerate(passages):

@@ -7,7 +7,7 @@ from rag.check import check_answer
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer, OpenAIChat, ProviderError, retry_after_seconds, split_passages
 from rag.levels import Level
-from rag.prompt import Source, build_messages, select_sources
+from rag.prompt import DECLINE_MARKER, Source, build_messages, select_sources
 from tests.conftest import make_settings
 from tests.standins.openai_server import Failure
 
@@ -148,3 +148,4 @@ async def test_extractive_answer_quotes_the_page_close_to_the_question_over_one_
                Source(2, "Deploy policy", "Approvals", "Kafka deploys need a sign-off, because a bad deploy loses records.", 0.2)]
     text = await ExtractiveAnswerer().generate("why did we choose kafka?", sources, [])
     assert "durable, replayable log for every consumer. [1]" in text
+    assert await ExtractiveAnswerer().generate("why did we choose kafka?", [], []) == DECLINE_MARKER
