@@ -184,7 +184,7 @@ class Answerer:
             ts = await self._end(placeholder, message, tell)
         if ts is not None:
             telemetry.answered(placeholder.surface, answer, ts)
-            await self._log(q, answer, answer_id, asker, audience_level, ts)  # posted first, then recorded
+            await self._log(q, answer, answer_id, asker, audience_level, ts, audience.public_channel)  # posted, then logged
         else:
             telemetry.failed(placeholder.surface, "error")
         return answer, answer_id
@@ -252,13 +252,16 @@ class Answerer:
             log.info("abstained (%s): %s", answer.abstain_reason, answer.detail)
         return answer
 
-    async def _log(self, q: Question, answer: Answer, answer_id: str, asker: Level, audience: Level, ts: str) -> None:
-        """A failed write is logged and the answer still posted: feedback on it is then refused."""
+    async def _log(self, q: Question, answer: Answer, answer_id: str, asker: Level, audience: Level, ts: str,
+                   public_channel: bool = False) -> None:
+        """A failed write is logged and the answer still posted: feedback on it is then refused.
+        `public_channel`: asked where the whole workspace may read it (the only questions that
+        may ever be suggested to someone else)."""
         try:
             await self.answer_log.record(
                 answer, asker=q.user, asker_level=asker.name, audience_level=audience.name, channel=q.channel,
                 message_ts=ts, thread_ts=q.thread_ts, history=q.history, index_commit=answer.index_commit,
-                answer_id=answer_id,
+                answer_id=answer_id, public_channel=public_channel,
             )
         except StateUnavailable as exc:
             log.warning("could not log answer %s: %s", answer_id, exc)

@@ -27,11 +27,14 @@ _CONCURRENT_LOOKUPS = 8  # users.info calls at once while resolving a private ch
 
 @dataclass(frozen=True)
 class Audience:
-    """The level an answer in a conversation may use; `direct` means the asker reads it alone."""
+    """The level an answer in a conversation may use; `direct` means the asker reads it alone.
+    `public_channel`: a public channel of this workspace, where anyone in it may read what was
+    asked (the only questions ever suggested to other people)."""
 
     level: Level
     direct: bool = False
     reason: str = ""
+    public_channel: bool = False
 
     def cap(self, asker: Level) -> Level:
         return asker if self.direct else min(asker, self.level)
@@ -144,8 +147,8 @@ class Directory:
         listed = self.policy.channels.get(channel_id)
         if not (info.get("is_private") or info.get("is_mpim")):
             if listed is not None:
-                return Audience(listed, reason="a channel whose level is set in the access file")
-            return Audience(self.policy.public_channel_default, reason="a public channel")
+                return Audience(listed, reason="a channel whose level is set in the access file", public_channel=True)
+            return Audience(self.policy.public_channel_default, reason="a public channel", public_channel=True)
         lowest = await self._lowest_member(channel_id)
         if listed is not None and listed < lowest:
             return Audience(listed, reason="a channel whose level is set in the access file")

@@ -1,11 +1,17 @@
-"""Suggested prompts for the assistant panel: the questions asked most often this month, else one
-question per docs area; only what the asker's own level could have been answered from.
+"""Suggested prompts for the assistant panel and the Home tab: questions asked this month in public
+channels by several different people, then one question per docs area; only what the viewer's
+own level could have been answered from.
+
+What people write is as private as the docs: a question asked in a DM, the assistant panel or a
+private conversation is never suggested to anyone, nor one only one or two people asked (it may
+say something about them), nor a long one; a suggestion is the question's text and nothing else.
 
 The two sources are plain lists, so where they are read from (the answer log, the index) is
 easy to swap."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -13,25 +19,33 @@ from collections.abc import Iterable
 from rag.levels import Level
 from rag.store import Store
 from state.answers import AnswerLog
+from state.db import StateUnavailable
+
+log = logging.getLogger(__name__)
 
 MAX_PROMPTS = 4  # Slack shows at most four
 MONTH_S = 30 * 24 * 3600
+MIN_ASKERS = 3  # different people who asked it before anyone else is shown a question
+MAX_QUESTION_CHARS = 120  # a longer question tends to carry someone's circumstances
 _TITLE_CHARS = 75
 
 
-def most_asked(recent: Iterable[tuple[str, str]], level: Level, limit: int = MAX_PROMPTS) -> list[str]:
-    """The most frequent of `recent` (question, level answered at), counting questions that
-    differ only in case, spacing or a trailing '?' as one. A question answered above `level`
-    is never suggested: its wording could tell what those docs are about."""
-    counts: Counter[str] = Counter()
+def most_asked(recent: Iterable[tuple[str, str, str]], level: Level, limit: int = MAX_PROMPTS) -> list[str]:
+    """The questions of `recent` (question, level answered at, asker) that at least MIN_ASKERS
+    different people asked, most askers first, counting questions that differ only in case,
+    spacing or a trailing '?' as one. A question answered above `level` is never suggested: its
+    wording could tell what those docs are about."""
+    askers: dict[str, set[str]] = {}
     spelling: dict[str, str] = {}
-    for question, answered_at in recent:
-        if _level(answered_at) > level:
+    for question, answered_at, asker in recent:
+        text = " ".join(question.split())
+        if _level(answered_at) > level or not asker or len(text) > MAX_QUESTION_CHARS:
             continue
-        key = " ".join(question.lower().rstrip("?").split())
+        key = text.lower().rstrip("?").strip()
         if key:
-            counts[key] += 1
-            spelling.setdefault(key, " ".join(question.split()))
+            askers.setdefault(key, set()).add(asker)
+            spelling.setdefault(key, text)
+    counts = Counter({key: len(people) for key, people in askers.items() if len(people) >= MIN_ASKERS})
     return [spelling[key] for key, _ in counts.most_common(limit)]
 
 
@@ -46,12 +60,17 @@ def one_per_area(docs: Iterable[tuple[str, str, int]], level: Level, limit: int 
 
 
 async def suggested_prompts(answer_log: AnswerLog, store: Store, level: Level) -> list[dict[str, str]]:
-    """Prompts for `assistant.threads.setSuggestedPrompts` (title and message)."""
+    """Prompts for `assistant.threads.setSuggestedPrompts` (title and message): the popular public
+    questions, the remaining places filled with one question per docs area."""
     since_ms = int((time.time() - MONTH_S) * 1000)
-    questions = most_asked(await answer_log.questions_since(since_ms), level)
-    if not questions:
+    try:
+        questions = most_asked(await answer_log.public_questions_since(since_ms), level)
+    except StateUnavailable as exc:
+        log.warning("suggesting from the docs alone: %s", exc)
+        questions = []
+    if len(questions) < MAX_PROMPTS:
         columns = await asyncio.to_thread(store.doc_columns, "area", "title", "access_rank")
-        questions = one_per_area(columns.values(), level)
+        questions += one_per_area(columns.values(), level, MAX_PROMPTS - len(questions))
     return [{"title": _title(q), "message": q} for q in questions]
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, String, Text, and_, delete, exists, select
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, String, Text, and_, delete, exists, false, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
@@ -67,6 +67,8 @@ class AnswerRow(Base):
     channel: Mapped[str] = mapped_column(String)
     message_ts: Mapped[str] = mapped_column(String)
     thread_ts: Mapped[str] = mapped_column(String)
+    # Asked in a public channel of the workspace (not a DM, the panel, a private or shared channel).
+    public_channel: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     answer: Mapped[str] = mapped_column(Text)
     answered: Mapped[bool] = mapped_column(Boolean)
     abstain_reason: Mapped[str | None] = mapped_column(String, nullable=True)
@@ -175,6 +177,7 @@ class AnswerLog:
         history: Sequence[tuple[str, str]] = (),
         index_commit: str = "",
         answer_id: str | None = None,
+        public_channel: bool = False,
     ) -> str:
         """Log one answer; returns its id (a new one unless given). Levels are level names."""
         answer_id = answer_id or uuid.uuid4().hex[:16]
@@ -190,6 +193,7 @@ class AnswerLog:
             channel=channel,
             message_ts=message_ts,
             thread_ts=thread_ts or "",
+            public_channel=public_channel,
             answer=answer.answer,
             answered=answer.answered,
             abstain_reason=answer.abstain_reason,
@@ -222,12 +226,14 @@ class AnswerLog:
             row = (await session.scalars(query)).first()
             return _answer(row) if row is not None else None
 
-    async def questions_since(self, since_ms: int) -> list[tuple[str, str]]:
-        """(question, level answered at) of every answered question logged since `since_ms`."""
-        query = select(AnswerRow.question, AnswerRow.level).where(
-            AnswerRow.created_ms >= since_ms, AnswerRow.answered.is_(True))
+    async def public_questions_since(self, since_ms: int) -> list[tuple[str, str, str]]:
+        """(question, level answered at, asker) of the answered questions asked in public channels
+        since `since_ms`. What was asked in a DM, the assistant panel or a private conversation
+        is never returned: it is as private as the docs."""
+        query = select(AnswerRow.question, AnswerRow.level, AnswerRow.asker).where(
+            AnswerRow.created_ms >= since_ms, AnswerRow.answered.is_(True), AnswerRow.public_channel.is_(True))
         async with self.db.begin() as session:
-            return [(question, level) for question, level in (await session.execute(query)).all()]
+            return [(question, level, asker) for question, level, asker in (await session.execute(query)).all()]
 
     async def resolve(self, ref: str) -> LoggedAnswer:
         """An answer by id, unique id prefix (at least 6 characters) or golden id `fb-<prefix>`."""

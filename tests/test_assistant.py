@@ -15,7 +15,8 @@ from bot.standin import visible_text
 from bot.suggestions import most_asked, one_per_area
 from rag.engine import Engine
 from rag.levels import Level
-from tests.test_bot import BREAK_GLASS, VPN, answers, local  # noqa: F401 (fixture)
+from tests.test_bot import BREAK_GLASS, VPN, answers, local, mention  # noqa: F401 (fixture)
+from tests.test_home import open_home
 
 
 def thread_started(local: LocalSlack, user: str, dm: str, thread_ts: str, viewing: str) -> dict[str, Any]:
@@ -101,18 +102,50 @@ async def test_the_panel_never_answers_above_the_askers_own_level(local: LocalSl
     assert "Break-Glass" not in visible_text(answer) and "above your access level" in visible_text(answer)
 
 
-async def test_the_most_asked_questions_become_the_prompts(sample_engine: Engine) -> None:
+async def test_a_question_asked_in_public_channels_by_several_people_becomes_a_prompt(sample_engine: Engine) -> None:
     async with local_slack(sample_engine.settings, sample_engine) as local:
         for user in (demo.BOB, demo.EVE):
-            dm, root = await open_panel(local, user)
-            await ask_in_panel(local, user, dm, root, VPN)
+            await mention(local, user, demo.GENERAL, VPN)
+        await local.settle()
+        dm, root = await open_panel(local, demo.DAN)
+        assert all(p["message"] != VPN for p in local.standin.assistant_threads[(dm, root)]["prompts"])  # two: not yet
+        await mention(local, demo.ALICE, demo.GENERAL, VPN.lower())
+        await local.settle()
         dm, root = await open_panel(local, demo.DAN)
         assert local.standin.assistant_threads[(dm, root)]["prompts"][0]["message"] == VPN
 
 
-def test_suggestions_count_spellings_together_and_never_leak_higher_questions() -> None:
-    recent = [("How do I set up the VPN?", "public"), ("how do i set up  the vpn", "public"),
-              ("who holds the break-glass key?", "restricted"), ("deploy freeze?", "team")]
+async def test_questions_asked_in_dms_the_panel_or_private_channels_are_never_shown_to_anyone(
+    sample_engine: Engine,
+) -> None:
+    """Asked by everyone, many times, and still never suggested: a DM, the panel and a private
+    channel are as private as the docs (issue 19: a DM about sick leave shown to a guest)."""
+    private = "How do I set up the VPN? I am on sick leave and my manager Bob must not know"
+    async with local_slack(sample_engine.settings, sample_engine) as local:
+        for user in (demo.ALICE, demo.BOB, demo.DAN, demo.EVE):
+            dm = local.standin.dm_channel(user)
+            ts = local.standin.post_as_user(dm, user, private)
+            await local.slack.event(local.slack.direct_message(user, dm, private, ts))
+            panel, root = await open_panel(local, user)
+            await ask_in_panel(local, user, panel, root, private)
+        for user in (demo.ALICE, demo.BOB, demo.DAN):
+            await mention(local, user, demo.ENG, private)
+        await local.settle()
+        assert len(await local.bot.services.answer_log.public_questions_since(0)) == 0
+        for viewer in (demo.GUEST, demo.ALICE):
+            panel, root = await open_panel(local, viewer)
+            shown = visible_text(await open_home(local, viewer)) + str(local.standin.assistant_threads[(panel, root)])
+            assert "sick leave" not in shown and "What do the docs say about" in shown
+
+
+def test_suggestions_need_several_askers_count_spellings_together_and_never_leak_higher_questions() -> None:
+    vpn = [("How do I set up the VPN?", "public", "U1"), ("how do i set up  the vpn", "public", "U2"),
+           ("How do I set up the VPN?", "public", "U2"), ("how do I set up the VPN", "public", "U3")]
+    freeze = [("deploy freeze?", "team", user) for user in ("U1", "U2", "U3")]
+    secret = [("who holds the break-glass key?", "restricted", user) for user in ("U1", "U2", "U3", "U4")]
+    lonely = [("what is my bonus?", "public", "U9")] * 5  # one person, five times
+    long = [("how do I " + "x" * 200, "public", user) for user in ("U1", "U2", "U3")]
+    recent = vpn + freeze + secret + lonely + long
     assert most_asked(recent, Level.public) == ["How do I set up the VPN?"]
     assert most_asked(recent, Level.team) == ["How do I set up the VPN?", "deploy freeze?"]
     docs = [("runbooks", "Rollback", 1), ("security", "Break-Glass", 2), ("onboarding", "VPN Setup", 0)]
