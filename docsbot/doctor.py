@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
+from importlib.resources import files
 from pathlib import Path
 from typing import Literal
 
@@ -24,7 +25,7 @@ from rag.embeddings import Embedder, EmbeddingError, make_embedder
 from rag.store import Store, StoreError
 
 Status = Literal["ok", "warning", "failed"]
-MANIFEST = Path(__file__).resolve().parent.parent / "manifest.json"
+MANIFEST = files("bot") / "manifest.json"  # the Slack app manifest, shipped in the wheel
 TIMEOUT_S = 10.0
 _SLACK_ID = {"users": re.compile(r"^[UW][A-Z0-9_]{2,}$"), "admins": re.compile(r"^[UW][A-Z0-9_]{2,}$"),
              "groups": re.compile(r"^S[A-Z0-9_]{2,}$"), "channels": re.compile(r"^[CGD][A-Z0-9_]{2,}$")}
@@ -72,12 +73,12 @@ def _auth(settings: Settings) -> Finding:
     who = f"bot {response.get('user_id')} in team {response.get('team_id')}"
     if not granted:
         return Finding("slack auth", "warning", f"{who}; Slack did not say which scopes the token has",
-                       "compare the token's scopes with manifest.json by hand")
+                       "compare the token's scopes with bot/manifest.json by hand")
     missing = sorted(set(manifest_scopes()) - granted)
     if missing:
         return Finding("slack auth", "failed", f"{who}; missing scopes: {', '.join(missing)}",
-                       "add them on the app's OAuth & Permissions page (or update it from manifest.json) and reinstall")
-    return Finding("slack auth", "ok", f"{who}; every scope in manifest.json granted")
+                       "add them on the app's OAuth & Permissions page (or update it from bot/manifest.json) and reinstall")
+    return Finding("slack auth", "ok", f"{who}; every scope in bot/manifest.json granted")
 
 
 def manifest_scopes() -> list[str]:
