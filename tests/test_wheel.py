@@ -21,8 +21,12 @@ RUNTIME_FILES = ["rag/answerability.json", "bot/access.example.toml", "bot/manif
 
 
 def build_wheel(out: Path) -> Path:
+    """Built from a copy: setuptools writes `build/` and `*.egg-info` into the tree it builds."""
+    source = out.parent / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "__pycache__", ".docsbot", ".pytest_cache"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
-                    str(REPO)], check=True, capture_output=True, timeout=240)
+                    str(source)], check=True, capture_output=True, timeout=240)
     [wheel] = out.glob("docsbot-*.whl")
     return wheel
 
