@@ -291,7 +291,7 @@ class Settings(BaseSettings):
     # written, indexed commit not yet recorded). Empty in production.
     sync_kill_at: Literal["", "before-write", "after-write"] = ""
 
-    # -- Running several processes (sync/lock.py, state/sync_requests.py, rag/store.py) -------------
+    # -- Running several processes (sync/lock.py, state/sync_requests.py, rag/store/) -------------
     # Seconds within which a reader sees a new index version: how often a replica checks the bucket
     # for one to copy into its mirror (at least 1 s), LanceDB's read_consistency_interval elsewhere.
     index_refresh_s: float = 10.0

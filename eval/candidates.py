@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from eval.golden import GoldenCase, GoldenError
-from rag.store import Store, sql_list
+from rag.store import Store
 from state.answers import Feedback, LoggedAnswer
 
 CAUSES = {
@@ -58,15 +58,8 @@ def used_docs(answer: LoggedAnswer) -> dict[str, DocState]:
 
 def index_docs(store: Store, paths: Iterable[str]) -> dict[str, DocState]:
     """The current state of these documents in the index (absent: not indexed any more)."""
-    paths = sorted(set(paths))
-    if not paths or not store.exists():
-        return {}
-    rows = (
-        store.chunks().search().where(f"doc_path IN ({sql_list(paths)})")
-        .select(["doc_path", "commit", "text_hash"]).limit(None).to_arrow().to_pylist()
-    )
     docs: dict[str, tuple[str, set[str]]] = {}
-    for row in rows:
+    for row in store.chunk_columns(paths, "commit", "text_hash"):
         docs.setdefault(row["doc_path"], (row["commit"] or "", set()))[1].add(row["text_hash"])
     return {path: DocState(commit, frozenset(hashes)) for path, (commit, hashes) in docs.items()}
 

@@ -1,7 +1,7 @@
 """`python -m eval sweep`: try a grid of retrieval settings on several sets at once and rank the
 grid points by the sets' macro average, so no default is tuned to one corpus.
 
-Each question is embedded and searched once (both lists, `--depth` deep); every grid point then
+Each question is embedded and searched once (every list, `--depth` deep); every grid point then
 replays the ranking (rag.retrieval.rank) over those cached hits, so a grid of hundreds of points
 costs seconds. The grid tried is printed with each point's per-set and macro hit rate@k and MRR.
 Chunk size is not in the grid (it needs a reindex per value): sweep it by running this command
@@ -28,8 +28,8 @@ from eval.runner import add_set_options
 from eval.sets import choose, open_engine, prepare
 from rag.embeddings import EmbeddingError, make_embedder
 from rag.engine import Engine
-from rag.retrieval import Mode, rank, search_lists
-from rag.store import Hit, StoreError
+from rag.retrieval import HYBRID, SIGNALS, Found, Mode, rank, search_lists
+from rag.store import StoreError
 
 # The grid: every combination is tried. Values around today's defaults; a best point on the edge
 # of the grid says to widen it. An earlier grid over docs-sync and mtrag-govt-dev (432 points, also
@@ -51,29 +51,29 @@ class Query:
     case: GoldenCase
     text: str
     vector: np.ndarray
-    dense: list[Hit]
-    text_hits: list[Hit]
+    found: Found  # every list, `--depth` deep
 
 
 async def collect(engine: Engine, cases: Sequence[GoldenCase], depth: int) -> list[Query]:
-    """Both lists of every answerable question, `depth` deep, at the question's level."""
+    """Every list of every answerable question, `depth` deep, at the question's level."""
     queries = []
     for case in cases:
         if not case.answerable:
             continue
         text = await engine.search_query(case.question, list(case.history))
         vector = (await asyncio.to_thread(engine.embedder.embed, [text]))[0]
-        dense, hits = await search_lists(engine.store, vector, text, int(case.level), depth)
-        queries.append(Query(case, text, vector, dense, hits))
+        found = await search_lists(engine.store, vector, text, int(case.level), depth)
+        queries.append(Query(case, text, vector, found))
     return queries
 
 
-def score(queries: list[Query], settings: Settings, mode: Mode = "hybrid") -> dict[str, float]:
+def score(queries: list[Query], settings: Settings, mode: Mode = HYBRID) -> dict[str, float]:
     ranks = []
     for q in queries:
-        c = settings.candidates
-        selected = rank(q.dense[:c], q.text_hits[:c], q.vector, q.text, settings, mode).selected
-        ranks.append(metrics.first_gold_rank(metrics.doc_ranking(c.row["doc_path"] for c in selected), q.case.gold_doc_ids))
+        found = {name: hits[:settings.candidates] for name, hits in q.found.items()}
+        selected = rank(found, q.vector, q.text, settings, mode).selected
+        ranking = metrics.doc_ranking(c.row["doc_path"] for c in selected)
+        ranks.append(metrics.first_gold_rank(ranking, q.case.gold_doc_ids))
     return {"hit_rate": metrics.hit_rate(ranks) or 0.0, "mrr": metrics.mrr(ranks) or 0.0}
 
 
@@ -94,7 +94,8 @@ def sweep(sets: dict[str, list[Query]], base: Settings, grid: dict[str, list[Any
 
 
 def baselines(sets: dict[str, list[Query]], base: Settings) -> dict[str, dict[str, dict[str, float]]]:
-    return {mode: {name: score(q, base, mode) for name, q in sets.items()} for mode in ("dense", "bm25")}
+    """Each list alone, per set."""
+    return {s.name: {name: score(q, base, s.name) for name, q in sets.items()} for s in SIGNALS}
 
 
 def render(results: list[dict[str, Any]], base_lines: dict[str, Any], grid: dict[str, list[Any]], top: int) -> str:
@@ -123,9 +124,8 @@ def ann_recall(engine: Engine, queries: list[Query], samples: int = 200) -> dict
     store = engine.store
     if not store.has_ann_index():
         return {}
-    table = store.chunks().search().select(["chunk_id", "vector"]).limit(None).to_arrow()
-    ids = np.array(table["chunk_id"].to_pylist())
-    matrix = table["vector"].combine_chunks().flatten().to_numpy().reshape(len(ids), -1)
+    chunk_ids, matrix = store.chunk_vectors()
+    ids = np.array(chunk_ids)
     picked = np.random.default_rng(0).choice(len(ids), min(samples, len(ids)), replace=False)
     vectors = [q.vector for q in queries] + [matrix[i] for i in picked]
     exact = [set(ids[np.argsort(-(matrix @ v))[:ANN_K]]) for v in vectors]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from rag.retrieval import Retrieval
+from rag.retrieval import DENSE, TEXT, Retrieval
 from rag.terms import content_terms, coverage, matched_terms, question_terms
 
 FEATURES = ("best_cosine", "dense_gap", "coverage", "absent", "text_gap")
@@ -38,7 +38,7 @@ class AnswerabilityError(ValueError):
 
 def features(question: str, retrieval: Retrieval) -> dict[str, float]:
     """The gate's inputs for a question (as asked) and its retrieval (of the searched query)."""
-    dense, text = retrieval.dense, retrieval.text
+    dense, text = retrieval.hits(DENSE), retrieval.hits(TEXT)
     asked = question_terms(question)
     chunks = " ".join(f"{c.row.get('title', '')} {c.row.get('section', '')} {c.row.get('text', '')}"
                       for c in retrieval.selected)
@@ -48,7 +48,8 @@ def features(question: str, retrieval: Retrieval) -> dict[str, float]:
         "dense_gap": dense[0].score - dense[min(7, len(dense) - 1)].score if dense else 0.0,
         "coverage": coverage(asked, chunks) if retrieval.selected else 0.0,
         "absent": len(asked - matched_terms(asked, seen)) / len(asked) if asked else 0.0,
-        "text_gap": (1 - text[1].score / text[0].score if len(text) > 1 else 1.0) if text and text[0].score > 0 else 0.0,
+        "text_gap": ((1 - text[1].score / text[0].score if len(text) > 1 else 1.0)
+                     if text and text[0].score > 0 else 0.0),
     }
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,7 +14,7 @@ from rag.documents import Document
 from rag.embeddings import Embedder
 from rag.progress import Progress
 from rag.timing import StageSeconds
-from rag.store import Store, chunk_schema, vector_array
+from rag.store import Index, chunk_schema, vector_array
 
 # Raised when the chunker's output changes for the same settings, so the next sync rewrites every
 # row (2: a title that is only an identifier is no longer part of the chunks' text).
@@ -62,7 +63,7 @@ SAVE_EVERY_ROWS = 1024
 
 
 def embed_chunks(
-    store: Store, embedder: Embedder, chunks: list[Chunk], stats: IndexStats | None = None,
+    store: Index, embedder: Embedder, chunks: list[Chunk], stats: IndexStats | None = None,
     save_rows: int = SAVE_EVERY_ROWS,
 ) -> tuple[np.ndarray, int]:
     """Vectors for chunks, from the cache where the text was embedded before; returns (vectors,
@@ -79,7 +80,7 @@ def embed_chunks(
 
 
 def _embed_missing(
-    store: Store, embedder: Embedder, missing: dict[str, str], into: dict[str, np.ndarray], stats: IndexStats,
+    store: Index, embedder: Embedder, missing: dict[str, str], into: dict[str, np.ndarray], stats: IndexStats,
     save_rows: int,
 ) -> None:
     hashes = list(missing)
@@ -102,7 +103,7 @@ def _embed_missing(
         progress.close()
 
 
-def _save(store: Store, unsaved: list[str], vectors: dict[str, np.ndarray], progress: Progress) -> None:
+def _save(store: Index, unsaved: list[str], vectors: dict[str, np.ndarray], progress: Progress) -> None:
     if unsaved:
         store.cache_vectors(unsaved, np.stack([vectors[h] for h in unsaved]))
         progress.saved(progress.done)
@@ -110,7 +111,7 @@ def _save(store: Store, unsaved: list[str], vectors: dict[str, np.ndarray], prog
 
 
 def build_rows(
-    docs: list[Document], provenance: dict[str, Provenance], store: Store, embedder: Embedder, settings: Settings
+    docs: list[Document], provenance: dict[str, Provenance], store: Index, embedder: Embedder, settings: Settings
 ) -> tuple[pa.Table, IndexStats]:
     stats = IndexStats(documents=len(docs))
     chunks: list[Chunk] = []
@@ -154,13 +155,13 @@ def build_rows(
 
 
 def apply_documents(
-    store: Store,
+    store: Index,
     embedder: Embedder,
     settings: Settings,
     docs: list[Document],
     provenance: dict[str, Provenance],
     *,
-    removed: list[str] = (),
+    removed: Sequence[str] = (),
     full: bool = False,
 ) -> IndexStats:
     """Index `docs` and drop `removed` paths in one atomic write. `full=True` also drops every

@@ -1,6 +1,9 @@
-"""Hybrid retrieval: dense + BM25 candidates (access filter inside each search), reciprocal rank
-fusion weighted by how much each list can be trusted for this query, a cosine similarity floor,
-then MMR for the final k with at most a few chunks per document.
+"""Hybrid retrieval: ranked lists of candidates (dense and BM25, the access filter inside each
+search), fused by reciprocal rank fusion weighted by how much each list can be trusted for this
+query, a cosine similarity floor, then MMR for the final k with at most a few chunks per document.
+
+Each list is a Signal: how it is searched and how its weight is set. Another kind of search is one
+Signal more in SIGNALS (and the Index method it calls); fusion, modes and the eval take any number.
 
 Why query-adaptive weights: on docs full of exact product names BM25 is the better list, on
 paraphrased questions dense search is; a fixed weight tuned on one kind of corpus loses on the
@@ -13,18 +16,38 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Mapping, Sequence
 
 import numpy as np
 
 from docsbot.observability.tracing import span
 from docsbot.settings import Settings
 from rag.rerank import Reranker, RerankError
-from rag.store import Hit, Store
+from rag.store import Hit, Index
 from rag.terms import coverage, question_terms
 
-Mode = Literal["hybrid", "dense", "bm25"]
+DENSE, TEXT = "dense", "bm25"  # the lists' names
+HYBRID = "hybrid"
+Mode = str  # HYBRID (every list, fused), or the name of the one list searched alone
+Found = dict[str, list[Hit]]  # list name -> its hits, best first, in the order of SIGNALS
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One ranked list: its search, and its fusion weight for a query's hits (`alone`: the only
+    list searched, so there is nothing to weigh it against)."""
+
+    name: str
+    search: Callable[[Index, np.ndarray, str, int, int], Awaitable[list[Hit]]]  # vector, text, max_rank, limit
+    weight: Callable[[list[Hit], str, Settings, bool], float]  # hits, query text, settings, alone
+
+
+@dataclass(frozen=True)
+class RankedList:
+    name: str
+    hits: list[Hit]
+    weight: float
 
 
 @dataclass
@@ -33,8 +56,7 @@ class Candidate:
     vector: np.ndarray
     similarity: float  # cosine similarity to the query
     fused: float  # RRF score
-    dense_rank: int | None = None
-    text_rank: int | None = None
+    ranks: dict[str, int] = field(default_factory=dict)  # list name -> rank in it (0 = first)
 
     @property
     def chunk_id(self) -> str:
@@ -46,9 +68,7 @@ class Retrieval:
     candidates: int  # distinct chunks returned by the searches
     passed: list[Candidate]  # above the similarity floor, best fused first
     selected: list[Candidate]  # the final k after MMR
-    dense: list[Hit]  # the raw lists, for the answerability features
-    text: list[Hit]
-    weights: tuple[float, float] = (0.0, 0.0)  # (dense, full-text) weights used for this query
+    lists: list[RankedList]  # the lists searched, with the weights used for this query
     rerank: str = ""  # "", "reranked" or "fallback: <why>"
     rerank_ms: float = 0.0
     query: str = ""  # what was searched (a follow-up made standalone)
@@ -56,6 +76,10 @@ class Retrieval:
     @property
     def best_similarity(self) -> float:
         return max((c.similarity for c in self.passed), default=0.0)
+
+    def hits(self, name: str) -> list[Hit]:
+        """One list's raw hits (for the answerability features); none when it was not searched."""
+        return next((ranked.hits for ranked in self.lists if ranked.name == name), [])
 
 
 def text_coverage(text: list[Hit], query_text: str) -> float:
@@ -69,19 +93,48 @@ def _coverage(query_text: str, hit_text: str) -> float:
     return coverage(question_terms(query_text), hit_text)
 
 
-def list_weights(text: list[Hit], query_text: str, settings: Settings, mode: Mode) -> tuple[float, float]:
-    """(dense, full-text) weights: the configured ones, the full-text one scaled by its top hit's
-    term coverage raised to `fusion_coverage_power` (0 = fixed weights)."""
-    dense = settings.dense_weight if mode != "bm25" else 0.0
-    if mode == "dense":
-        return dense, 0.0
-    power = settings.fusion_coverage_power if mode == "hybrid" else 0.0
-    return dense, settings.bm25_weight * (text_coverage(text, query_text) ** power if power else 1.0)
+def _text_weight(hits: list[Hit], query_text: str, settings: Settings, alone: bool) -> float:
+    """The configured weight scaled by the top hit's term coverage raised to
+    `fusion_coverage_power` (0 = a fixed weight)."""
+    power = 0.0 if alone else settings.fusion_coverage_power
+    return settings.bm25_weight * (text_coverage(hits, query_text) ** power if power else 1.0)
 
 
-def fuse(dense: list[Hit], text: list[Hit], query: np.ndarray, weights: tuple[float, float], rrf_k: int,
-         doc_share: float = 0.0) -> list[Candidate]:
-    """Merge both rankings with weighted RRF; every candidate gets its cosine similarity.
+def _dense_search(index: Index, vector: np.ndarray, text: str, max_rank: int, limit: int) -> Awaitable[list[Hit]]:
+    return index.dense(vector, max_rank, limit)
+
+
+def _text_search(index: Index, vector: np.ndarray, text: str, max_rank: int, limit: int) -> Awaitable[list[Hit]]:
+    return index.text(text, max_rank, limit)
+
+
+def _dense_weight(hits: list[Hit], query_text: str, settings: Settings, alone: bool) -> float:
+    return settings.dense_weight
+
+
+SIGNALS = (Signal(DENSE, _dense_search, _dense_weight), Signal(TEXT, _text_search, _text_weight))
+
+
+def _signals(mode: Mode) -> list[Signal]:
+    return [s for s in SIGNALS if mode in (HYBRID, s.name)]
+
+
+def list_weights(found: Mapping[str, list[Hit]], query_text: str, settings: Settings, mode: Mode) -> dict[str, float]:
+    """Each found list's fusion weight in this mode: 0 for a list the mode leaves out."""
+    weights = {name: 0.0 for name in found}
+    for signal in _signals(mode):
+        if signal.name in found:
+            weights[signal.name] = signal.weight(found[signal.name], query_text, settings, mode != HYBRID)
+    return weights
+
+
+def ranked_lists(found: Mapping[str, list[Hit]], query_text: str, settings: Settings, mode: Mode) -> list[RankedList]:
+    weights = list_weights(found, query_text, settings, mode)
+    return [RankedList(name, hits, weights[name]) for name, hits in found.items()]
+
+
+def fuse(lists: Sequence[RankedList], query: np.ndarray, rrf_k: int, doc_share: float = 0.0) -> list[Candidate]:
+    """Merge the rankings with weighted RRF; every candidate gets its cosine similarity.
 
     With `doc_share` > 0 the fusion also runs at the document level (a document's rank in a list
     is that of its best chunk among the distinct documents) and a chunk's score mixes in its
@@ -89,21 +142,21 @@ def fuse(dense: list[Hit], text: list[Hit], query: np.ndarray, weights: tuple[fl
     a page that leads only one of them."""
     merged: dict[str, Candidate] = {}
     doc_scores: dict[str, float] = {}
-    for hits, weight, rank_field in ((dense, weights[0], "dense_rank"), (text, weights[1], "text_rank")):
-        if weight <= 0:
+    for ranked in lists:
+        if ranked.weight <= 0:
             continue
         doc_ranks: dict[str, int] = {}
-        for rank, hit in enumerate(hits):
+        for rank, hit in enumerate(ranked.hits):
             cand = merged.get(hit.row["chunk_id"])
             if cand is None:
                 cand = Candidate(hit.row, hit.vector, float(hit.vector @ query), 0.0)
                 merged[cand.chunk_id] = cand
-            cand.fused += weight / (rrf_k + rank + 1)
-            setattr(cand, rank_field, rank)
+            cand.fused += ranked.weight / (rrf_k + rank + 1)
+            cand.ranks[ranked.name] = rank
             doc = hit.row["doc_path"]
             if doc not in doc_ranks:
                 doc_ranks[doc] = len(doc_ranks)
-                doc_scores[doc] = doc_scores.get(doc, 0.0) + weight / (rrf_k + doc_ranks[doc] + 1)
+                doc_scores[doc] = doc_scores.get(doc, 0.0) + ranked.weight / (rrf_k + doc_ranks[doc] + 1)
     if doc_share > 0:
         for cand in merged.values():
             cand.fused = (1 - doc_share) * cand.fused + doc_share * doc_scores[cand.row["doc_path"]]
@@ -138,21 +191,20 @@ def mmr(candidates: list[Candidate], k: int, lam: float, per_doc: int = 0) -> li
     return [candidates[i] for i in chosen]
 
 
-def rank(dense: list[Hit], text: list[Hit], query: np.ndarray, query_text: str, settings: Settings,
-         mode: Mode = "hybrid") -> Retrieval:
+def rank(found: Mapping[str, list[Hit]], query: np.ndarray, query_text: str, settings: Settings,
+         mode: Mode = HYBRID) -> Retrieval:
     """Everything after the searches (pure: the eval sweep replays it over cached hits)."""
-    weights = list_weights(text, query_text, settings, mode)
-    return select(fuse(dense, text, query, weights, settings.rrf_k, settings.doc_fusion), dense, text, weights, settings)
+    lists = ranked_lists(found, query_text, settings, mode)
+    return select(fuse(lists, query, settings.rrf_k, settings.doc_fusion), lists, settings)
 
 
-def select(fused: list[Candidate], dense: list[Hit], text: list[Hit], weights: tuple[float, float],
-           settings: Settings) -> Retrieval:
+def select(fused: list[Candidate], lists: list[RankedList], settings: Settings) -> Retrieval:
     passed = [c for c in fused if c.similarity >= settings.min_similarity]
     selected = mmr(passed, settings.top_k, settings.mmr_lambda, settings.max_chunks_per_doc)
-    return Retrieval(len(fused), passed, selected, dense, text, weights)
+    return Retrieval(len(fused), passed, selected, lists)
 
 
-async def rerank(store: Store, reranker: Reranker, query_text: str, fused: list[Candidate]) -> list[Candidate]:
+async def rerank(store: Index, reranker: Reranker, query_text: str, fused: list[Candidate]) -> list[Candidate]:
     """The reranker's order of the top fused candidates (their fused scores become rank-based, so
     MMR follows it), the rest after them. Raises RerankError: the caller keeps the fused order."""
     rows = await store.rows([c.chunk_id for c in fused[: reranker.top_n]])
@@ -170,27 +222,21 @@ def _passage(row: dict) -> str:
     return f"{heading}\n{row['text']}" if heading else row["text"]
 
 
-async def _none() -> list[Hit]:
-    return []
-
-
-async def search_lists(store: Store, query_vector: np.ndarray, query_text: str, max_rank: int, limit: int,
-                       mode: Mode = "hybrid") -> tuple[list[Hit], list[Hit]]:
-    """Both searches, concurrently."""
-    dense, text = await asyncio.gather(
-        store.dense(query_vector, max_rank, limit) if mode != "bm25" else _none(),
-        store.text(query_text, max_rank, limit) if mode != "dense" else _none(),
-    )
-    return dense, text
+async def search_lists(store: Index, query_vector: np.ndarray, query_text: str, max_rank: int, limit: int,
+                       mode: Mode = HYBRID) -> Found:
+    """The mode's searches, concurrently."""
+    signals = _signals(mode)
+    found = await asyncio.gather(*(s.search(store, query_vector, query_text, max_rank, limit) for s in signals))
+    return {signal.name: hits for signal, hits in zip(signals, found)}
 
 
 async def retrieve(
-    store: Store,
+    store: Index,
     query_vector: np.ndarray,
     query_text: str,
     max_rank: int,
     settings: Settings,
-    mode: Mode = "hybrid",
+    mode: Mode = HYBRID,
     reranker: Reranker | None = None,
 ) -> Retrieval:
     """Search, fuse, rerank when a reranker is configured, select, then read the final k rows
@@ -209,11 +255,11 @@ async def retrieve(
     return result
 
 
-async def _retrieve_once(store: Store, query_vector: np.ndarray, query_text: str, max_rank: int, settings: Settings,
+async def _retrieve_once(store: Index, query_vector: np.ndarray, query_text: str, max_rank: int, settings: Settings,
                          mode: Mode, reranker: Reranker | None) -> Retrieval:
-    dense, text = await search_lists(store, query_vector, query_text, max_rank, settings.candidates, mode)
-    weights = list_weights(text, query_text, settings, mode)
-    fused = fuse(dense, text, query_vector, weights, settings.rrf_k, settings.doc_fusion)
+    found = await search_lists(store, query_vector, query_text, max_rank, settings.candidates, mode)
+    lists = ranked_lists(found, query_text, settings, mode)
+    fused = fuse(lists, query_vector, settings.rrf_k, settings.doc_fusion)
     status, rerank_ms = "", 0.0
     if reranker is not None and fused:
         started = time.perf_counter()
@@ -223,12 +269,12 @@ async def _retrieve_once(store: Store, query_vector: np.ndarray, query_text: str
         except RerankError as exc:
             status = f"fallback: {exc}"
         rerank_ms = round((time.perf_counter() - started) * 1000, 2)
-    result = select(fused, dense, text, weights, settings)
+    result = select(fused, lists, settings)
     result.rerank, result.rerank_ms = status, rerank_ms
     return result
 
 
-async def fill_rows(store: Store, selected: list[Candidate]) -> list[Candidate]:
+async def fill_rows(store: Index, selected: list[Candidate]) -> list[Candidate]:
     """The selected candidates with their whole rows, in order, leaving out any whose chunk no
     longer exists (a sync removed it after the search)."""
     rows = await store.rows([c.chunk_id for c in selected])

@@ -20,7 +20,7 @@ from sqlalchemy import BigInteger, Integer, String, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from rag.store import lancedb  # imported after rag.store quiets lance's logger
+from rag.store import read_tables
 from state.answers import AnswerRow, FeedbackRow
 from state.db import StateDB
 from state.schema import Base
@@ -85,10 +85,8 @@ def read_lancedb_answer_log(data_dir: str) -> tuple[list[dict[str, Any]], list[d
     the data dir has no such tables."""
     if "://" not in data_dir and not Path(data_dir).is_dir():
         return [], []
-    lance = lancedb.connect(data_dir)
-    tables = set(lance.list_tables().tables)
-    answers = lance.open_table(ANSWERS).to_arrow().to_pylist() if ANSWERS in tables else []
-    feedback = lance.open_table(FEEDBACK).to_arrow().to_pylist() if FEEDBACK in tables else []
+    tables = read_tables(data_dir, ANSWERS, FEEDBACK)
+    answers, feedback = tables[ANSWERS], tables[FEEDBACK]
     for row in answers:
         for name in _JSON_COLUMNS:
             row[name] = json.loads(row[name])

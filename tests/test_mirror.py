@@ -1,4 +1,4 @@
-"""A replica's local mirror of an index in a bucket (rag/mirror.py), against a local S3 server: it
+"""A replica's local mirror of an index in a bucket (rag/store/mirror.py), against a local S3 server: it
 answers like the bucket, copies only the files a new version adds, keeps answering from its last
 complete copy when the bucket is down or a copy fails half-way (one WARNING per outage, one INFO
 when it ends), survives a restart during an outage, and deletes what the bucket cleaned up.
@@ -17,7 +17,7 @@ from eval.bench_sync import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
-from rag.mirror import PARTIAL, MirroredIndex, manifest_version, mirror_folder, open_index
+from rag.store.mirror import PARTIAL, MirroredIndex, manifest_version, mirror_folder, open_index
 from rag.store import Store
 from sync.service import run_sync
 from sync.status import read_status, render_status

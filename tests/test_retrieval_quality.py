@@ -14,7 +14,7 @@ from rag.check import renumber
 from rag.followup import heuristic_query, looks_context_dependent
 from rag.generation import number_fit
 from rag.kinds import fits_kind, question_kind
-from rag.retrieval import fuse, list_weights, mmr
+from rag.retrieval import DENSE, TEXT, RankedList, fuse, list_weights, mmr
 from rag.store import Hit
 from rag.terms import content_terms, question_terms
 from tests.conftest import make_settings
@@ -30,21 +30,22 @@ def test_full_text_weight_follows_its_top_hits_term_coverage(tmp_path: Path) -> 
     full = [hit("a", "a.md", [1, 0], text="autovacuum settings for PostgreSQL")]
     half = [hit("a", "a.md", [1, 0], text="PostgreSQL replicas")]
     question = "autovacuum postgresql"
-    assert list_weights(full, question, settings, "hybrid") == (1.0, 2.0)
-    assert list_weights(half, question, settings, "hybrid") == (1.0, 1.0)
-    assert list_weights([], question, settings, "hybrid") == (1.0, 0.0)
+    assert list_weights({DENSE: [], TEXT: full}, question, settings, "hybrid") == {DENSE: 1.0, TEXT: 2.0}
+    assert list_weights({DENSE: [], TEXT: half}, question, settings, "hybrid") == {DENSE: 1.0, TEXT: 1.0}
+    assert list_weights({DENSE: [], TEXT: []}, question, settings, "hybrid") == {DENSE: 1.0, TEXT: 0.0}
     fixed = settings.model_copy(update={"fusion_coverage_power": 0.0})
-    assert list_weights(half, question, fixed, "hybrid") == (1.0, 2.0)
-    assert list_weights(half, question, settings, "bm25") == (0.0, 2.0)  # one list: nothing to weigh
+    assert list_weights({DENSE: [], TEXT: half}, question, fixed, "hybrid") == {DENSE: 1.0, TEXT: 2.0}
+    assert list_weights({TEXT: half}, question, settings, "bm25") == {TEXT: 2.0}  # one list: nothing to weigh
 
 
 def test_document_fusion_lifts_a_page_both_lists_found() -> None:
     query = np.array([1.0, 0.0], dtype=np.float32)
     dense = [hit("x1", "x.md", [1, 0.1]), hit("a1", "a.md", [1, 0.2])]
     text = [hit("y1", "y.md", [1, 0.3]), hit("a2", "a.md", [1, 0.4])]
-    chunk_level = fuse(dense, text, query, (1.0, 1.0), 10)
+    lists = [RankedList(DENSE, dense, 1.0), RankedList(TEXT, text, 1.0)]
+    chunk_level = fuse(lists, query, 10)
     assert chunk_level[0].row["doc_path"] in ("x.md", "y.md")  # each list's first chunk wins
-    doc_level = fuse(dense, text, query, (1.0, 1.0), 10, doc_share=0.5)
+    doc_level = fuse(lists, query, 10, doc_share=0.5)
     assert doc_level[0].row["doc_path"] == "a.md"  # second in both lists: first page overall
 
 
@@ -52,7 +53,7 @@ def test_per_document_cap_leaves_room_for_a_second_page() -> None:
     query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
     dense = [hit("a1", "a.md", [1, 0, 0.1]), hit("a2", "a.md", [1, 0.1, 0]), hit("a3", "a.md", [1, 0.2, 0]),
              hit("b1", "b.md", [0.5, 1, 0])]
-    fused = fuse(dense, [], query, (1.0, 0.0), 10)
+    fused = fuse([RankedList(DENSE, dense, 1.0)], query, 10)
     assert [c.row["doc_path"] for c in mmr(fused, 3, 1.0)] == ["a.md"] * 3
     assert [c.row["doc_path"] for c in mmr(fused, 3, 1.0, per_doc=2)] == ["a.md", "a.md", "b.md"]
     assert len(mmr(fused[:3], 3, 1.0, per_doc=1)) == 3  # no other page left: the cap gives way

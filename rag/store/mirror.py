@@ -36,7 +36,8 @@ from typing import Any, BinaryIO, Callable
 import pyarrow.fs as pafs
 
 from docsbot.settings import Settings
-from rag.store import CHUNKS, META, Store
+from rag.store.schema import CHUNKS, META
+from rag.store.search import Store
 
 log = logging.getLogger("docsbot.index")
 

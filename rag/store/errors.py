@@ -1,0 +1,71 @@
+"""Index errors, and the rewrapping that turns a Lance or I/O failure into one that says what to do."""
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, TypeVar
+
+
+class StoreError(RuntimeError):
+    """Base for index problems that a person must act on (message says what to do)."""
+
+
+class IndexMissing(StoreError):
+    pass
+
+
+class IndexMismatch(StoreError):
+    pass
+
+
+class IndexUnreadable(StoreError):
+    """Lance or the file system failed on the index (a data file deleted, a disk error...)."""
+
+
+class WriteRefused(StoreError):
+    """This process may no longer write the index (it lost the index-writer lease)."""
+
+
+_RUST_LOCATION = re.compile(r",?\s*/\S+\.rs:\d+:\d+")
+C = TypeVar("C", bound=type)
+
+
+@contextmanager
+def unreadable(uri: str) -> Iterator[None]:
+    """Lance and I/O errors inside become IndexUnreadable, naming the index and the fix."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except (OSError, RuntimeError) as exc:  # lance reports a missing data file as a RuntimeError
+        text = str(exc).strip()
+        reason = _RUST_LOCATION.sub("", text.splitlines()[0]) if text else type(exc).__name__
+        raise IndexUnreadable(f"the index at {uri} cannot be read ({reason}): "
+                              "run `docsbot index --rebuild` to rebuild it from the docs") from exc
+
+
+def store_errors(cls: C) -> C:
+    """Every public method the class defines (not those it inherits: decorate each class) turns a
+    Lance or I/O error into IndexUnreadable: one line that names the index (`self.uri`) and the
+    fix, instead of a traceback in whichever command touched it."""
+
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.iscoroutinefunction(method):
+            @functools.wraps(method)
+            async def guarded_async(self: Any, *args: Any, **kwargs: Any) -> Any:
+                with unreadable(self.uri):
+                    return await method(self, *args, **kwargs)
+            return guarded_async
+
+        @functools.wraps(method)
+        def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with unreadable(self.uri):
+                return method(self, *args, **kwargs)
+        return guarded
+
+    for name, member in list(vars(cls).items()):
+        if not name.startswith("_") and inspect.isfunction(member):
+            setattr(cls, name, wrap(member))
+    return cls
