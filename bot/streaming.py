@@ -1,10 +1,12 @@
 """An answer streamed into its thread as the model writes it (chat.startStream / appendStream /
 stopStream through slack_sdk's `chat_stream`).
 
-The stream only starts once the text cannot be the model's "not in the docs" marker, and it
-carries escaped text. The citation check still decides at the end: when the stream stops, the
-message is replaced by the same Block Kit message a non-streamed answer gets (verbatim text,
-sources, feedback controls), or by the abstention when the citations did not hold.
+The engine passes on only what its stream gate lets through (rag/check.py StreamGate): nothing
+before a citation that names a given source, no link the sources do not contain, no markdown
+link at all. The stream starts with the first such text and carries it escaped. The citation
+check still decides at the end: when the stream stops, the message is replaced by the same Block
+Kit message a non-streamed answer gets (verbatim text, sources, feedback controls), or by the
+abstention when the citations did not hold.
 """
 from __future__ import annotations
 
@@ -16,14 +18,12 @@ from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks
-from rag.prompt import DECLINE_MARKER
 
 if TYPE_CHECKING:
     from bot.answering import Question
 
 log = logging.getLogger(__name__)
 
-_HOLD_CHARS = 40  # text held back before the stream starts: enough to rule out the marker
 _BUFFER_CHARS = 256  # text gathered per Web API call (Slack rate-limits appendStream)
 _ERRORS = (SlackApiError, SlackClientError, OSError, TimeoutError)
 
@@ -33,7 +33,6 @@ class StreamedReply:
         self.client = client
         self.q = q
         self.enabled = enabled
-        self._text = ""
         self._stream: AsyncChatStream | None = None
         self._broken = False
 
@@ -43,19 +42,14 @@ class StreamedReply:
         return self._stream is not None and self._stream.ts is not None
 
     async def on_text(self, delta: str) -> None:
-        """A piece of the model's text, as it arrives (the engine's callback)."""
-        if self._broken:
+        """A piece of the answer's checked text, as it arrives (the engine's callback)."""
+        if self._broken or not delta:
             return
-        self._text += delta
         if self._stream is None:
-            held = self._text.lstrip()
-            if len(held) < _HOLD_CHARS or held.startswith(DECLINE_MARKER):
-                return
             self._stream = await self.client.chat_stream(
                 channel=self.q.channel, thread_ts=self.q.thread_ts or "", buffer_size=_BUFFER_CHARS,
                 recipient_user_id=self.q.user, recipient_team_id=self.q.team or None,
             )
-            delta = self._text
         try:
             await self._stream.append(markdown_text=blocks.escape(delta))
         except _ERRORS as exc:

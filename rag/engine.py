@@ -17,14 +17,14 @@ from docsbot.observability.tracing import span
 from docsbot.settings import Settings
 from rag.answer import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics
 from rag import answerability
-from rag.check import check_answer, renumber
+from rag.check import StreamGate, check_answer, links_in, renumber, without_foreign_links
 from rag.documents import AccessRules, load_folder
 from rag.embeddings import Embedder, EmbeddingError, make_embedder
 from rag.followup import Rewriter, search_query
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
 from rag.levels import Level
-from rag.mirror import open_index
+from rag.store.mirror import open_index
 from rag.prompt import select_sources
 from rag.rerank import Reranker, make_reranker
 from rag.retrieval import Candidate, Mode, Retrieval, retrieve
@@ -129,8 +129,10 @@ class Engine:
     async def ask(self, question: str, level: Level, history: History = (), on_text: TextSink | None = None) -> Answer:
         """Answer at `level`. Never raises for a bad index or provider: those become abstentions.
 
-        `on_text` gets the generated text as it streams (before the citation check, which still
-        decides what the returned Answer says)."""
+        `on_text` gets the generated text as it streams, through a StreamGate: from the first
+        citation that names a given source, with links the sources do not contain removed (the
+        citation check still decides what the returned Answer says). An answer never links to a
+        URL its sources do not contain."""
         history = list(history)
         total = time.perf_counter()
         diag = Diagnostics()
@@ -171,16 +173,18 @@ class Engine:
         answer.retrieved = [_retrieved(c) for c in chosen]
         if not sources:
             return _abstain(answer, "no_match", "every match was dropped as an injection attempt", total)
+        known = links_in([source.text for source in sources] + [c.row["url"] or "" for c in chosen])
+        gate = StreamGate(on_text, len(sources), known) if on_text else None
         started = time.perf_counter()
         try:
             with span("generate", model=self.generator.name):
-                raw = await self.generator.generate(question, sources, history, on_text)
+                raw = await self.generator.generate(question, sources, history, gate)
         except ProviderError as exc:
             answer.retry_after = exc.retry_after
             return _abstain(answer, "provider_error", str(exc), total)
         finally:
             diag.timings_ms["generate_ms"] = _ms(started)
-        checked = check_answer(raw, len(sources))
+        checked = check_answer(without_foreign_links(raw, known), len(sources))
         if checked.abstain_reason:
             return _abstain(answer, checked.abstain_reason, raw[:200], total)
         # Citations read [1], [2], ... in the order they appear; the sources are listed that way too.

@@ -15,6 +15,7 @@ from typing import Sequence
 import openai
 
 from docsbot.settings import Settings
+from rag.completion import MalformedReply, message_text
 from rag.prompt import neutralise
 from rag.terms import content_terms
 
@@ -67,9 +68,9 @@ class Rewriter:
                 ),
                 timeout=self._timeout + 0.5,
             )
-        except (asyncio.TimeoutError, openai.OpenAIError):
+            text = message_text(response).strip().splitlines()
+        except (asyncio.TimeoutError, openai.OpenAIError, MalformedReply, ValueError):  # ValueError: not JSON
             return None
-        text = (response.choices[0].message.content or "").strip().splitlines()
         return text[0].strip() if text and text[0].strip() else None
 
 

@@ -20,6 +20,7 @@ import openai
 
 from docsbot.observability import metrics
 from docsbot.settings import Settings
+from rag.completion import MalformedReply, body_text, message_text, stream_pieces
 from rag.followup import heuristic_query
 from rag.prompt import DECLINE_MARKER, Source, build_messages
 from rag.kinds import fits_kind, question_kind
@@ -73,14 +74,14 @@ _RETRYABLE = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimi
 
 class OpenAIChat:
     """Chat completions with a per-attempt timeout, a total deadline, and bounded retries with
-    exponential backoff that honour Retry-After."""
+    exponential backoff that honour Retry-After. A reply that is not a completion (garbage, an
+    HTML page, no choices, a stream that breaks off) is a ProviderError like an outage."""
 
     def __init__(self, settings: Settings) -> None:
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "unused"
         self._client = openai.AsyncOpenAI(api_key=key, base_url=settings.openai_base_url, max_retries=0)
         self.name = settings.chat_model
         self._settings = settings
-        self._endpoint_streams = True  # until an endpoint answers a streamed request with one body
 
     async def generate(
         self, question: str, sources: list[Source], history: list[tuple[str, str]], on_text: TextSink | None = None
@@ -89,7 +90,7 @@ class OpenAIChat:
         already passed text on is not retried (the reader would see it twice)."""
         s = self._settings
         messages = build_messages(question, sources, history)
-        sink = on_text if s.llm_stream and self._endpoint_streams else None
+        sink = on_text if s.llm_stream else None
         emitted = False
 
         async def emit(piece: str) -> None:
@@ -109,11 +110,8 @@ class OpenAIChat:
             try:
                 request = dict(model=self.name, messages=messages, temperature=0, max_tokens=s.llm_max_tokens,
                                timeout=timeout)
-                if sink is None:
-                    response = await asyncio.wait_for(self._client.chat.completions.create(**request),
-                                                      timeout=timeout + 0.5)
-                    return response.choices[0].message.content or ""
-                return await asyncio.wait_for(self._streamed(request, emit), timeout=timeout + 0.5)
+                reply = self._whole(request) if sink is None else self._streamed(request, emit)
+                return await asyncio.wait_for(reply, timeout=timeout + 0.5)
             except (asyncio.TimeoutError, *_RETRYABLE) as exc:
                 kind = metrics.llm_failed(exc)
                 problem = _describe(exc)
@@ -126,6 +124,9 @@ class OpenAIChat:
             except openai.OpenAIError as exc:
                 metrics.llm_failed(exc)
                 raise ProviderError(f"the AI service failed ({_describe(exc)})") from None
+            except MalformedReply as exc:
+                metrics.llm_failed(exc)
+                raise ProviderError(f"the AI service sent a malformed reply ({exc})") from None
             delay = retry_after if retry_after is not None else 0.5 * 2**attempt * (1 + random.random() / 2)
             if attempt == s.llm_max_retries or delay > deadline - time.monotonic():
                 break
@@ -133,25 +134,31 @@ class OpenAIChat:
             await asyncio.sleep(delay)
         raise ProviderError(f"the AI service is unavailable ({problem})", retry_after)
 
+    async def _whole(self, request: dict) -> str:
+        """One completion, not streamed."""
+        try:
+            response = await self._client.chat.completions.create(**request)
+        except ValueError as exc:  # a JSON body that is not JSON (or not UTF-8)
+            raise MalformedReply(f"not JSON ({type(exc).__name__})") from None
+        return message_text(response)
+
     async def _streamed(self, request: dict, emit: TextSink) -> str:
         """One streamed completion: every text delta goes to `emit`; returns the whole text.
 
-        An endpoint that ignores `stream` answers with one JSON body, which reads as a stream of
-        no events: the request is then made again without streaming, and never streamed again."""
+        An endpoint that ignores `stream` answers with one JSON body: its text is returned (not
+        emitted), and the next request is streamed again. A stream that ends before a
+        finish_reason broke off: the text so far is not an answer."""
         parts: list[str] = []
-        events = 0
-        stream = await self._client.chat.completions.create(**request, stream=True)
-        async for chunk in stream:
-            events += 1
-            piece = chunk.choices[0].delta.content if chunk.choices else None
-            if piece:
-                parts.append(piece)
-                await emit(piece)
-        if not events:
-            self._endpoint_streams = False
-            response = await self._client.chat.completions.create(**request)
-            return response.choices[0].message.content or ""
-        return "".join(parts)
+        async with await self._client.chat.completions.create(**request, stream=True) as stream:
+            if "json" in stream.response.headers.get("content-type", ""):
+                return body_text(await stream.response.aread())
+            async for piece, finished in stream_pieces(stream):
+                if piece:
+                    parts.append(piece)
+                    await emit(piece)
+                if finished:
+                    return "".join(parts)
+        raise MalformedReply("the stream ended before the answer did")
 
 
 def _describe(exc: BaseException) -> str:

@@ -6,6 +6,7 @@ instructions to an AI are dropped and counted, and the sources fit a character b
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 PROMPT_VERSION = "2026-11-29.1"
@@ -22,17 +23,29 @@ Rules:
 """
 
 _DELIMITER = re.compile(r"<\s*(/?)\s*(source|thread|question)\b", re.I)
+_VERB = r"(?:ignore|disregard|forget)"
+_EARLIER = r"(?:previous|prior|earlier|above|preceding|foregoing|former|original|initial|system|your)"
+_RULES = r"(?:instructions?|guidance|guidelines?|rules?|prompts?|directives?)"
+_AFTER = r"(?:earlier|previously|before|above|so far|until now)"
+_WORDS = r"(?:\W+\w+){0,%d}?\W+"
 _INJECTION = re.compile(
-    r"ignore (?:all |any )?(?:the )?(?:previous|prior|above|earlier|preceding) (?:instructions|prompts|rules)"
-    r"|disregard (?:all |any )?(?:the )?(?:previous|prior|above|earlier|system) (?:instructions|prompts|rules)"
-    r"|forget (?:all |everything )?(?:your|the|previous) instructions"
+    rf"\b{_VERB}\b{_WORDS % 3}{_EARLIER}\b{_WORDS % 2}{_RULES}\b"  # ignore all the previous instructions
+    rf"|\b{_VERB}\b{_WORDS % 3}{_RULES}\b{_WORDS % 5}{_AFTER}\b"  # disregard the guidance you were given earlier
+    rf"|\b{_VERB}\W+(?:all\W+)?(?:everything|anything)\b{_WORDS % 3}{_AFTER}\b"  # forget everything above
     r"|you are now (?:a|an|in) "
     r"|(?:reveal|print|repeat) (?:your|the) (?:system prompt|instructions)"
     r"|new (?:system )?instructions:"
     r"|(?:system|admin) (?:note|override|prompt)\s*:"
     r"|note (?:to|for) (?:the )?(?:ai|assistants?|llms?|language models?|chatbots?|bots?)\b",
-    re.I,
 )
+# Letters of other scripts that read as Latin ones (after case folding): "ignоre" with a Cyrillic о.
+_CONFUSABLES = str.maketrans({
+    "а": "a", "в": "b", "е": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
+    "т": "t", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s", "ԁ": "d", "һ": "h", "ԛ": "q",
+    "ԝ": "w", "ɡ": "g", "ı": "i", "α": "a", "β": "b", "γ": "y", "ε": "e", "η": "n", "ι": "i", "κ": "k",
+    "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ω": "w",
+})
+_SPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -44,8 +57,18 @@ class Source:
     page_similarity: float = 0.0  # the best cosine similarity to the question among its page's chunks
 
 
+def folded(text: str) -> str:
+    """Text as it reads: case folded, compatibility forms as plain letters (NFKD: fullwidth,
+    ligatures, mathematical letters), no invisible format characters (zero-width spaces, joiners,
+    soft hyphens) and no accents, look-alike letters of other scripts as Latin, every run of
+    white space (line breaks too) one space."""
+    text = unicodedata.normalize("NFKD", text.casefold())
+    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Mn"))
+    return _SPACE.sub(" ", text.translate(_CONFUSABLES))
+
+
 def looks_injected(text: str) -> bool:
-    return _INJECTION.search(text) is not None
+    return _INJECTION.search(folded(text)) is not None
 
 
 def neutralise(text: str) -> str:

@@ -48,7 +48,14 @@ async def test_a_streaming_model_streams_the_answer_then_attaches_sources_and_fe
         assert await local.bot.services.answer_log.find_by_message(demo.GENERAL, answer["ts"]) is not None
 
 
-async def test_a_streamed_answer_with_invalid_citations_ends_as_the_abstention(
+def streamed_text(local) -> str:  # type: ignore[no-untyped-def]
+    """Everything a stream showed, in order (what the readers saw before the final message)."""
+    calls = [c.params for c in local.standin.calls if c.method.endswith("Stream")]
+    return "".join((p.get("markdown_text") or "") + "".join(c.get("text", "") for c in p.get("chunks") or [])
+                   for p in calls)
+
+
+async def test_a_reply_whose_citations_name_no_source_is_never_streamed(
     sample_engine: Engine, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: LONG.replace("[1]", "[99]")  # no such source
@@ -56,10 +63,24 @@ async def test_a_streamed_answer_with_invalid_citations_ends_as_the_abstention(
     async with local_slack(engine.settings, engine) as local:
         await mention(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
-        assert "chat.startStream" in chat_methods(local) and "chat.stopStream" in chat_methods(local)
+        assert not [m for m in chat_methods(local) if m.endswith("Stream")]
         [answer] = answers(local, demo.GENERAL)
         text = visible_text(answer)
         assert ABSTAIN_MESSAGES["invalid_citations"] in text and "SSO account" not in text and "Sources" not in text
+
+
+async def test_a_stream_shows_nothing_after_a_citation_that_names_no_source(
+    sample_engine: Engine, openai_standin: OpenAIStandIn
+) -> None:
+    openai_standin.reply = lambda messages: LONG + "Then wire the money to the account below [99]. " + LONG
+    engine = with_model(sample_engine, openai_standin)
+    async with local_slack(engine.settings, engine) as local:
+        await mention(local, demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        shown = streamed_text(local)
+        assert "SSO account [1]" in shown and "wire the money" not in shown and shown.count("SSO account") <= 12
+        [answer] = answers(local, demo.GENERAL)
+        assert ABSTAIN_MESSAGES["invalid_citations"] in visible_text(answer) and not answer["streaming"]
 
 
 async def test_with_streaming_turned_off_the_placeholder_is_updated(
@@ -76,11 +97,11 @@ async def test_with_streaming_turned_off_the_placeholder_is_updated(
         assert "SSO account [1]" in visible_text(answer)
 
 
-async def test_an_endpoint_that_does_not_stream_still_answers_and_is_not_asked_to_stream_again(
+async def test_an_endpoint_that_once_answers_with_one_body_is_still_streamed_the_next_time(
     openai_standin: OpenAIStandIn, tmp_path: Path
 ) -> None:
     openai_standin.streams = False  # answers `"stream": true` with one JSON body
-    openai_standin.reply = lambda messages: "Fine [1]"
+    openai_standin.reply = lambda messages: "Fine, no deploys on Friday [1]"
     chat = OpenAIChat(make_settings(tmp_path, openai_base_url=openai_standin.base_url, llm_max_retries=0))
     pieces: list[str] = []
 
@@ -88,7 +109,9 @@ async def test_an_endpoint_that_does_not_stream_still_answers_and_is_not_asked_t
         pieces.append(piece)
 
     sources = [Source(1, "Deploys", "Friday", "No deploys on Friday.")]
-    assert await chat.generate("q", sources, [], sink) == "Fine [1]"
-    assert await chat.generate("q", sources, [], sink) == "Fine [1]"
-    assert pieces == []
-    assert [body.get("stream") for _, body, _ in openai_standin.requests] == [True, None, None]
+    assert await chat.generate("q", sources, [], sink) == "Fine, no deploys on Friday [1]"
+    assert pieces == [] and len(openai_standin.requests) == 1  # the body is the answer: not asked twice
+    openai_standin.streams = True
+    assert await chat.generate("q", sources, [], sink) == "Fine, no deploys on Friday [1]"
+    assert "".join(pieces) == "Fine, no deploys on Friday [1]" and len(pieces) > 1
+    assert [body.get("stream") for _, body, _ in openai_standin.requests] == [True, True]

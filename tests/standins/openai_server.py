@@ -1,7 +1,8 @@
 """A local HTTP server speaking the OpenAI wire protocol (chat completions, embeddings, models).
 
 It runs in a background thread so both sync and async code under test can call it. Tests set
-its behaviour: the reply text, a delay, and failures (status + headers) for the next calls.
+its behaviour: the reply text, a delay, and faults for the next calls: a failure (status +
+headers), a raw reply (garbage, an HTML page, JSON of the wrong shape) or a broken stream.
 A chat request with `"stream": true` is answered with server-sent events, the reply in pieces of
 `stream_piece_chars` characters `stream_gap_s` apart, as OpenAI streams (unless `streams` is
 False: an endpoint that ignores the flag and answers with one JSON body).
@@ -29,6 +30,30 @@ class Failure:
     body: dict[str, Any] = field(default_factory=lambda: {"error": {"message": "failure", "type": "server_error"}})
 
 
+@dataclass
+class RawReply:
+    """A body given as is, with any status and content type."""
+    body: bytes
+    content_type: str = "application/json"
+    status: int = 200
+
+
+@dataclass
+class BrokenStream:
+    """A stream that sends the reply's first `after_chars` characters, then `tail` (e.g. an event
+    that is not JSON) and ends without finishing: `cut` closes the connection mid-body."""
+    after_chars: int = 0
+    tail: bytes = b""
+    cut: bool = True
+
+
+Fault = Failure | RawReply | BrokenStream
+EMPTY_CHOICES = RawReply(json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                                     "choices": []}).encode())
+HTML_PAGE = RawReply(b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html")
+GARBAGE = RawReply(b"\x00\xffnot json at all {", "application/json")
+
+
 class OpenAIStandIn(ThreadedServer):
     def __init__(self, dim: int = 384) -> None:
         super().__init__()
@@ -38,7 +63,7 @@ class OpenAIStandIn(ThreadedServer):
         self.streams = True
         self.stream_piece_chars = 24
         self.stream_gap_s = 0.0
-        self.failures: list[Failure] = []
+        self.failures: list[Fault] = []  # the next calls' faults, in order
         self.models = ["gpt-4o-mini", "text-embedding-3-small"]  # what GET /v1/models lists
         self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
 
@@ -51,21 +76,20 @@ class OpenAIStandIn(ThreadedServer):
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
 
-    async def _record(self, request: web.Request) -> tuple[dict[str, Any], web.Response | None]:
+    async def _record(self, request: web.Request) -> tuple[dict[str, Any], Fault | None]:
         body = await request.json()
         self.requests.append((request.path, body, dict(request.headers)))
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        if self.failures:
-            failure = self.failures.pop(0)
-            return body, web.json_response(failure.body, status=failure.status, headers=failure.headers)
-        return body, None
+        return body, self.failures.pop(0) if self.failures else None
 
-    async def _chat(self, request: web.Request) -> web.Response:
-        body, failure = await self._record(request)
-        if failure is not None:
-            return failure
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body, fault = await self._record(request)
         text = self.reply(body["messages"])
+        if isinstance(fault, BrokenStream):
+            return await self._stream(request, body["model"], text[:fault.after_chars], fault)
+        if fault is not None:
+            return _faulty(fault)
         if body.get("stream") and self.streams:
             return await self._stream(request, body["model"], text)
         return web.json_response({
@@ -81,7 +105,8 @@ class OpenAIStandIn(ThreadedServer):
         return web.json_response({"object": "list", "data": [
             {"id": name, "object": "model", "created": 0, "owned_by": "standin"} for name in self.models]})
 
-    async def _stream(self, request: web.Request, model: str, text: str) -> web.StreamResponse:
+    async def _stream(self, request: web.Request, model: str, text: str,
+                      broken: BrokenStream | None = None) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         step = self.stream_piece_chars
@@ -92,6 +117,14 @@ class OpenAIStandIn(ThreadedServer):
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
             if self.stream_gap_s and n:
                 await asyncio.sleep(self.stream_gap_s)
+        if broken is not None:
+            await response.write(broken.tail)
+            if broken.cut:
+                assert request.transport is not None
+                request.transport.close()  # no last chunk: the body ends short
+            else:
+                await response.write_eof()
+            return response
         done = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created": int(time.time()),
                 "model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
         await response.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
@@ -99,9 +132,9 @@ class OpenAIStandIn(ThreadedServer):
         return response
 
     async def _embeddings(self, request: web.Request) -> web.Response:
-        body, failure = await self._record(request)
-        if failure is not None:
-            return failure
+        body, fault = await self._record(request)
+        if fault is not None:
+            return _faulty(fault)
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
         data = [{"object": "embedding", "index": i, "embedding": self.vector(t).tolist()} for i, t in enumerate(inputs)]
         return web.json_response({"object": "list", "data": data, "model": body["model"],
@@ -113,3 +146,10 @@ class OpenAIStandIn(ThreadedServer):
         for word in text.lower().split():
             v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
         return v / max(float(np.linalg.norm(v)), 1e-9)
+
+
+def _faulty(fault: Fault) -> web.Response:
+    if isinstance(fault, RawReply):
+        return web.Response(body=fault.body, status=fault.status, headers={"Content-Type": fault.content_type})
+    assert isinstance(fault, Failure), "a broken stream answers chat requests only"
+    return web.json_response(fault.body, status=fault.status, headers=fault.headers)
