@@ -1,11 +1,12 @@
 """Reading Markdown documents: strict front matter, access level, and per-file checks.
 
-A file that cannot be read cleanly (binary, oversized, not UTF-8, broken front matter) raises
-`DocumentError` with the reason; callers skip it and report path and reason, so nothing
-half-parsed is ever indexed.
+A file that cannot be read cleanly (binary, oversized, not UTF-8, broken front matter, a Git LFS
+pointer, a name too long for the file system, not a regular file) raises `DocumentError` with the
+reason; callers skip it and report path and reason, so nothing half-parsed is ever indexed.
 """
 from __future__ import annotations
 
+import datetime
 import errno
 import hashlib
 import os
@@ -21,10 +22,37 @@ from rag.levels import Level
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)^(?:---|\.\.\.)[ \t]*$\n?", re.S | re.M)
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
 _TEXT_FIELDS = ("title", "version", "area", "owner")
+_SCALARS = (str, int, float, datetime.date)  # what a text field may be written as (`version: 2.3`)
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+NAME_MAX, PATH_MAX = 255, 4096  # Linux: bytes in one path component; bytes in a path with its NUL
+REASON_MAX = 200
+
+
+def shorten(text: str, limit: int = REASON_MAX) -> str:
+    """`text` cut to `limit` characters: a reason is one line in a report, not a dump of a value."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class DocumentError(ValueError):
-    """A file that is skipped, with the reason a person can act on."""
+    """A file that is skipped, with the reason a person can act on (at most REASON_MAX characters)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(shorten(reason))
+
+
+class _AliasRefused(yaml.MarkedYAMLError):
+    """Front matter with an anchor (`&a`) or an alias (`*a`)."""
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """The safe loader without anchors and aliases: a few hundred bytes of nested aliases expand
+    to gigabytes (the "billion laughs"), and front matter has no use for them."""
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise _AliasRefused(problem="anchor or alias", problem_mark=event.start_mark)
+        return super().compose_node(parent, index)
 
 
 @dataclass(frozen=True)
@@ -97,37 +125,59 @@ def decode_text(raw: bytes, max_bytes: int) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _front_matter(source: str) -> dict[object, object]:
+    """The YAML of a front matter block as a mapping, or DocumentError (aliases refused)."""
+    try:
+        loaded = yaml.load(source, Loader=_NoAliasLoader)  # a SafeLoader: no Python objects
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark else ""
+        if isinstance(exc, _AliasRefused):
+            raise DocumentError(f"front matter uses a YAML anchor or alias{where} (not allowed)") from None
+        raise DocumentError(f"front matter is not valid YAML{where}") from None
+    except RecursionError:
+        raise DocumentError("front matter is nested too deeply") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise DocumentError("front matter must be a mapping of keys to values")
+    return loaded
+
+
+def _text_field(meta: dict[object, object], key: str) -> str | None:
+    """A front matter value that must be text; a number or date is taken as written."""
+    value = meta.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, _SCALARS):
+        raise DocumentError(f"front matter '{key}' must be text, not {_kind(value)}")
+    return str(value).strip()
+
+
+def _kind(value: object) -> str:
+    """What a YAML value is, in the words of YAML."""
+    kinds = {dict: "a mapping", list: "a list", bool: "true/false", type(None): "empty"}
+    return kinds.get(type(value), type(value).__name__)
+
+
 def parse_document(path: str, raw: bytes, rules: AccessRules, max_bytes: int) -> Document:
+    if raw.startswith(_LFS_POINTER):
+        raise DocumentError("a Git LFS pointer, not the document: the sync does not fetch Git LFS content")
     text = decode_text(raw, max_bytes)
-    meta: dict[str, object] = {}
+    meta: dict[object, object] = {}
     body = text
     if text.startswith("---"):
         match = _FRONT_MATTER.match(text)
         if not match:
             raise DocumentError("front matter has no closing '---' line")
-        try:
-            loaded = yaml.safe_load(match.group(1))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 2}" if mark else ""
-            raise DocumentError(f"front matter is not valid YAML{where}") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise DocumentError("front matter must be a mapping of keys to values")
-        meta = loaded
+        meta = _front_matter(match.group(1))
         body = text[match.end():]
-    fields: dict[str, str] = {}
-    for key in _TEXT_FIELDS:
-        value = meta.get(key)
-        if value is None:
-            continue
-        if isinstance(value, (dict, list, bool)):
-            raise DocumentError(f"front matter '{key}' must be text, not {type(value).__name__}")
-        fields[key] = str(value).strip()
+    fields = {key: value for key in _TEXT_FIELDS if (value := _text_field(meta, key)) is not None}
     if "access" in meta:
+        if not isinstance(meta["access"], str):
+            raise DocumentError(f"front matter 'access' must be text, not {_kind(meta['access'])}")
         try:
-            access = Level.parse(str(meta["access"]))
+            access = Level.parse(meta["access"])
         except ValueError as exc:
             raise DocumentError(f"front matter {exc}") from None
     else:
@@ -152,6 +202,7 @@ def _first_h1(body: str) -> str:
 
 SYMLINK = "symlink"
 HIDDEN = "hidden (names starting with '.' are not indexed)"
+NOT_REGULAR = "not a regular file"
 _VCS_FOLDERS = {".git"}  # version control metadata, never documentation: not even reported
 
 
@@ -165,34 +216,62 @@ def check_pattern(pattern: str) -> str:
 def scan_folder(root: Path, include: list[str], exclude: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     """Relative POSIX paths of the regular files under root in scope, and the (path, reason) of
     what is left out on purpose: symbolic links (never followed: a link could point at any file
-    on the host) and hidden files and folders (`.git` is left out silently)."""
+    on the host), hidden files and folders (`.git` is left out silently), anything that is not a
+    regular file (a FIFO is never opened: that would block) and folders that cannot be listed."""
     found: list[str] = []
     skipped: list[tuple[str, str]] = []
-    for folder, subfolders, files in os.walk(root):  # followlinks=False: a linked folder is not entered
+
+    def unlisted(exc: OSError) -> None:
+        rel = Path(exc.filename).relative_to(root).as_posix()
+        skipped.append((rel + "/", f"folder not readable: {exc.strerror}"))
+
+    # followlinks=False: a linked folder is not entered
+    for folder, subfolders, files in os.walk(root, onerror=unlisted):
         base = Path(folder)
         for name in sorted(subfolders):
-            path = base / name
-            rel = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                skipped.append((rel, SYMLINK))
-            elif name.startswith("."):
-                if name not in _VCS_FOLDERS:
-                    skipped.append((rel + "/", HIDDEN))
-            else:
+            reason = _left_out(base / name)
+            if reason is None:
                 continue
             subfolders.remove(name)
+            if name not in _VCS_FOLDERS:
+                rel = (base / name).relative_to(root).as_posix()
+                skipped.append((rel if reason == SYMLINK else rel + "/", reason))
         for name in files:
-            path = base / name
-            rel = path.relative_to(root).as_posix()
-            if not matches(rel, include, exclude):
-                continue
-            if path.is_symlink():
-                skipped.append((rel, SYMLINK))
-            elif name.startswith("."):
-                skipped.append((rel, HIDDEN))
-            elif path.is_file():
-                found.append(rel)
+            rel = (base / name).relative_to(root).as_posix()
+            if matches(rel, include, exclude):
+                reason = _left_out(base / name, regular=True)
+                if reason:
+                    skipped.append((rel, reason))
+                else:
+                    found.append(rel)
     return sorted(found), sorted(skipped)
+
+
+def _left_out(path: Path, regular: bool = False) -> str | None:
+    """Why a file or folder os.walk listed is not read or entered, or None; `lstat` only, so
+    nothing is opened. `regular`: anything but a regular file is left out."""
+    reason = too_long(path)
+    if reason:
+        return reason
+    try:
+        mode = path.lstat().st_mode
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    if stat.S_ISLNK(mode):
+        return SYMLINK
+    if path.name.startswith("."):
+        return HIDDEN
+    return NOT_REGULAR if regular and not stat.S_ISREG(mode) else None
+
+
+def too_long(path: Path) -> str | None:
+    """Why the file system cannot hold `path` (a name over NAME_MAX or a path over PATH_MAX
+    bytes; git can, so a checkout leaves such files out), or None."""
+    if any(len(os.fsencode(part)) > NAME_MAX for part in path.parts):
+        return f"file name too long (a part of the path is over {NAME_MAX} bytes)"
+    if len(os.fsencode(path)) >= PATH_MAX:
+        return f"path too long (over {PATH_MAX - 1} bytes)"
+    return None
 
 
 def in_scope(rel: str, include: list[str], exclude: list[str]) -> bool:
@@ -208,29 +287,36 @@ def matches(rel: str, include: list[str], exclude: list[str]) -> bool:
 
 
 def inside(root: Path, rel: str) -> Path:
-    """root/rel with no part of it a symbolic link and no way out of root, or DocumentError."""
+    """root/rel with no part of it a symbolic link, no way out of root and a length the file
+    system can hold, or DocumentError."""
+    if any(part in ("", ".", "..") for part in rel.split("/")):
+        raise DocumentError("path outside the docs folder")
+    reason = too_long(root / rel)
+    if reason:
+        raise DocumentError(reason)
     path = root
     for part in rel.split("/"):
-        if part in ("", ".", ".."):
-            raise DocumentError("path outside the docs folder")
         path = path / part
-        if path.is_symlink():
-            raise DocumentError(SYMLINK)
+        try:
+            if path.is_symlink():
+                raise DocumentError(SYMLINK)
+        except OSError as exc:
+            raise DocumentError(f"unreadable: {exc.strerror}") from None
     return path
 
 
 def read_document(root: Path, rel: str, rules: AccessRules, max_bytes: int) -> Document:
     """One file under root as a Document, or DocumentError (a huge file is never loaded, a
-    symbolic link is never followed)."""
+    symbolic link is never followed, a FIFO does not block the open)."""
     path = inside(root, rel)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         raise DocumentError(SYMLINK if exc.errno == errno.ELOOP else f"unreadable: {exc.strerror}") from None
     with os.fdopen(fd, "rb") as file:
         info = os.fstat(file.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise DocumentError("not a regular file")
+            raise DocumentError(NOT_REGULAR)
         if info.st_size > max_bytes:
             raise DocumentError(f"file too large ({info.st_size:,} bytes; limit {max_bytes:,})")
         try:

@@ -6,6 +6,7 @@ changed hidden file the globs select is reported as skipped (as a full reconcile
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,6 +88,6 @@ def changes_between(repo: Path, old: str, new: str, scope: Scope) -> ChangeSet:
     listed = set(changes.upsert) | set(changes.removed)
     root = repo / scope.subdir.strip("/")
     for rel in sorted(touched_paths(repo, old, new, scope.subdir) - listed):
-        if scope.covers(rel) and (root / rel).is_file():
+        if scope.covers(rel) and os.path.isfile(root / rel):  # False, not OSError, for a name too long
             changes.upsert.append(rel)
     return changes

@@ -74,20 +74,24 @@ def toplevel(path: Path) -> Path | None:
         return None
 
 
-def git_lines(cwd: Path, *args: str) -> Iterator[str]:
-    """Output lines of a git command as they come; closing the iterator early stops git."""
+def git_records(cwd: Path, *args: str) -> Iterator[str]:
+    """NUL-terminated records of a git command run with `-z`, as they come; closing the iterator
+    early stops git. Any byte but NUL can be in a file name, a newline included."""
     with tempfile.TemporaryFile() as errors:
         try:
             proc = subprocess.Popen(
                 ["git", "-c", "core.quotePath=false", *args], cwd=cwd, stdout=subprocess.PIPE,
-                stderr=errors, text=True, env={**os.environ, **_ENV},
+                stderr=errors, env={**os.environ, **_ENV},
             )
         except FileNotFoundError:
             raise GitError("the git command is not installed") from None
         finished = False
         try:
-            for line in proc.stdout:
-                yield line.rstrip("\n")
+            pending = b""
+            while chunk := proc.stdout.read1(1 << 16):
+                *records, pending = (pending + chunk).split(b"\0")
+                for record in records:
+                    yield record.decode()
             finished = True
         finally:
             if proc.poll() is None:
@@ -117,22 +121,38 @@ def last_commits(
     wanted = None if only is None else set(only)
     if wanted is not None and not wanted:
         return found
-    lines = git_lines(repo, "log", rev, "--format=%x00%H %cI", "--name-only", "--no-renames", "--", prefix or ".")
-    commit = date = ""
-    for line in lines:
-        if line.startswith("\x00"):
-            commit, date = line[1:].split(" ", 1)
-        elif line and line.startswith(prefix):
-            path = line[len(prefix):]
-            if wanted is None:
-                found.setdefault(path, (commit, date))
-            elif path in wanted:
-                found[path] = (commit, date)
-                wanted.discard(path)
-                if not wanted:
-                    lines.close()
-                    break
+    records = git_records(repo, "log", rev, f"--format={_COMMIT}%H %cI", *_NAMES, "--", prefix or ".")
+    for (commit, date), repo_path in _logged_paths(records):
+        if not repo_path.startswith(prefix):
+            continue
+        path = repo_path[len(prefix):]
+        if wanted is None:
+            found.setdefault(path, (commit, date))
+        elif path in wanted:
+            found[path] = (commit, date)
+            wanted.discard(path)
+            if not wanted:
+                records.close()
+                break
     return found
+
+
+# `git log -z --name-status`: a header record per commit, then a status record ("M", after a
+# newline when it is the commit's first) and a path record per file. A path never starts with
+# "/", so a header that does cannot be taken for one.
+_COMMIT = "/"
+_NAMES = ("--name-status", "--no-renames", "-z")
+
+
+def _logged_paths(records: Iterator[str]) -> Iterator[tuple[tuple[str, str], str]]:
+    """((commit, date), path) for every path of every commit in a `git log` with _NAMES whose
+    format is f"{_COMMIT}%H %cI" (or empty, when commit and date are not wanted)."""
+    commit = date = ""
+    for record in records:
+        if record.startswith(_COMMIT):
+            commit, _, date = record[len(_COMMIT):].partition(" ")
+        elif record.strip("\n") and (path := next(records, "")):  # a status letter: its path follows
+            yield (commit, date), path
 
 
 @dataclass(frozen=True)
@@ -164,8 +184,8 @@ def touched_paths(repo: Path, old: str, new: str, subdir: str = "") -> set[str]:
     """Paths (relative to subdir) that some commit in old..new touched, even if the net diff is
     empty (an edit and its revert): their last-touching commit changed."""
     prefix = _prefix(subdir)
-    out = git(repo, "log", f"{old}..{new}", "--format=", "--name-only", "--no-renames", "-z", "--", prefix or ".")
-    return {p[len(prefix):] for p in out.replace("\n", "\0").split("\0") if p and p.startswith(prefix)}
+    records = git_records(repo, "log", f"{old}..{new}", "--format=", *_NAMES, "--", prefix or ".")
+    return {path[len(prefix):] for _, path in _logged_paths(records) if path.startswith(prefix)}
 
 
 def has_commit(repo: Path, commit: str) -> bool:

@@ -7,7 +7,8 @@ Either way unchanged text is never embedded again: vectors come from the cache b
 
 A file that cannot be read cleanly (binary, too large, not UTF-8, broken front matter) is skipped
 with its reason AND its previously indexed chunks are removed: stale text must not be served as
-the current version of a document that now says something else.
+the current version of a document that now says something else. A file git tracks with a path too
+long for the file system is not in the work tree (see `sync.workcopy`); a reconcile reports it too.
 """
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from docsbot.settings import Settings
-from rag.documents import DocumentError, Document, load_folder, read_document
+from rag.documents import DocumentError, Document, in_scope, load_folder, read_document, too_long
 from rag.embeddings import Embedder
 from rag.engine import access_rules
 from rag.indexer import IndexStats, Provenance, apply_documents
 from rag.store import Store
+from sync.gitcmd import GitError, git_records
 from sync.report import FileCounts
 
 
@@ -73,6 +75,7 @@ def reconcile(
     rows changed) — still without embedding text the cache has."""
     s = settings
     docs, skipped = load_folder(root, s.include, s.exclude, access_rules(s), s.max_file_bytes)
+    skipped += too_long_for_checkout(root, s.include, s.exclude)
     indexed = store.doc_columns("doc_hash", "commit", "commit_date")
     result = Applied(skipped=skipped)
     changed = []
@@ -93,3 +96,13 @@ def reconcile(
     result.deleted = len(set(gone) - {path for path, _ in skipped})  # a skipped file counts as skipped only
     result.stats = write(store, embedder, s, changed, provenance, gone, full=rebuild)
     return result
+
+
+def too_long_for_checkout(root: Path, include: list[str], exclude: list[str]) -> list[tuple[str, str]]:
+    """(path, reason) of the files in scope that git tracks under root with a path too long for the
+    file system: no checkout can write them, so a scan of the folder does not see them."""
+    try:
+        tracked = list(git_records(root, "ls-files", "-z"))
+    except GitError:  # not in a git work tree
+        return []
+    return [(rel, reason) for rel in tracked if in_scope(rel, include, exclude) and (reason := too_long(root / rel))]

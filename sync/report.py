@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rag.documents import shorten
+
 
 @dataclass
 class FileCounts:
@@ -36,7 +38,7 @@ class SyncReport(FileCounts):
             "deleted": self.deleted,
             "renamed": self.renamed,
             "unchanged": self.unchanged,
-            "skipped": [{"path": path, "reason": reason} for path, reason in self.skipped],
+            "skipped": [{"path": path, "reason": shorten(reason)} for path, reason in self.skipped],
             "chunks_embedded": self.chunks_embedded,
             "chunks_reused": self.chunks_reused,
             "seconds": round(self.seconds, 3),
@@ -53,8 +55,13 @@ class SyncReport(FileCounts):
             f"{self.unchanged} unchanged; {self.chunks_embedded} chunks embedded, {self.chunks_reused} reused "
             f"in {self.seconds:.2f}s"
         ]
-        lines += [f"skipped {path}: {reason}" for path, reason in self.skipped]
+        lines += [f"skipped {_one_line(path)}: {_one_line(shorten(reason))}" for path, reason in self.skipped]
         return "\n".join(lines)
+
+
+def _one_line(text: str) -> str:
+    """`text`, or its repr when it holds a newline, tab or other control character."""
+    return text if text.isprintable() else repr(text)
 
 
 def _short(commit: str | None) -> str:

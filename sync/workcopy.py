@@ -3,6 +3,11 @@
 The repository URL is passed to `git fetch` on every sync and never written to the copy's config;
 a `user:token@` in it is taken out of the URL and handed to git through its environment (see
 `without_credentials`), so it is in no process's command line. Every message goes through `redact`.
+
+Git holds names the file system cannot (a part over 255 bytes, a path over PATH_MAX): a plain
+checkout of such a commit fails, and every later sync with it. The checkout is sparse, leaving
+those files out of the work tree; reading them then fails with their reason, so they are skipped
+and reported like any other unreadable file, and the rest of the commit applies.
 """
 from __future__ import annotations
 
@@ -13,13 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docsbot.settings import Settings
+from rag.documents import too_long
 from sync.errors import SyncError
-from sync.gitcmd import GitError, git, redact, without_credentials
+from sync.gitcmd import GitError, git, git_records, redact, without_credentials
 
 log = logging.getLogger(__name__)
 
 FETCHED_REF = "refs/remotes/origin/docs"
 _SCP_LIKE = re.compile(r"^[^/]+:")  # git@host:org/repo.git
+_GLOB_SPECIAL = re.compile(r"[\\*?\[\] ]")  # escaped with a backslash in a sparse-checkout pattern
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # a newline cannot be in a pattern line: '?' matches it
 
 
 def is_local_uri(uri: str) -> bool:
@@ -82,9 +90,32 @@ class WorkCopy:
         return git(self.path, "rev-parse", f"{FETCHED_REF}^{{commit}}").strip()
 
     def checkout(self, commit: str) -> None:
-        """Make the work tree exactly `commit` (local leftovers of a killed sync removed)."""
+        """Make the work tree exactly `commit` (local leftovers of a killed sync removed), but for
+        the files whose path is too long for the file system."""
+        sparse = self.path / ".git" / "info" / "sparse-checkout"
+        sparse.parent.mkdir(exist_ok=True)
+        sparse.write_text(_sparse_patterns(self._unplaceable(commit)), encoding="utf-8")
+        git(self.path, "config", "core.sparseCheckout", "true")
         git(self.path, "checkout", "--quiet", "--force", "--detach", commit, timeout=self.timeout)
         git(self.path, "clean", "--quiet", "-ffdx", timeout=self.timeout)
 
+    def _unplaceable(self, commit: str) -> list[str]:
+        """The paths too long for the file system at `commit` and in the index now: a file the
+        checkout deletes must stay left out too, or git looks for it in the work tree and fails."""
+        tracked = set(git_records(self.path, "ls-files", "-z"))
+        tracked.update(git_records(self.path, "ls-tree", "-r", "-z", "--name-only", commit))
+        return sorted(path for path in tracked if too_long(self.path.absolute() / path))
+
     def commit_date(self, commit: str) -> str:
         return git(self.path, "show", "-s", "--format=%cI", commit).strip()
+
+
+def _sparse_patterns(left_out: list[str]) -> str:
+    """Non-cone sparse-checkout patterns: every file but the `left_out` repository paths."""
+    return "/*\n" + "".join(f"!/{_literal(path)}\n" for path in left_out)
+
+
+def _literal(path: str) -> str:
+    """A pattern that matches `path` (and at most names that differ in a control character only,
+    which are as long)."""
+    return _CONTROL.sub("?", _GLOB_SPECIAL.sub(lambda m: "\\" + m.group(), path))
