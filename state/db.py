@@ -11,17 +11,22 @@ repositories are written once, for both.
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import sqlite3
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from psycopg.abc import RV, PQGen
+from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, ProgrammingError
@@ -37,8 +42,25 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # with two processes casting 20 votes each at load 5 on 2 cores). A wait past Slack's 3 s ack
 # is no worse than a StateUnavailable, and SQLite is the single-host default, not the service's.
 SQLITE_BUSY_TIMEOUT_MS = 15_000
-# A Postgres that does not answer must not hold a Slack ack (3 s budget) for long.
-POSTGRES_CONNECT_TIMEOUT_S = 3
+# A Postgres that accepts connections and never answers (frozen, or behind a network that drops
+# packets) must not hold a question for long: each step of a state operation is bounded, so it
+# ends in StateUnavailable (and the bot fails open) within POSTGRES_POOL_TIMEOUT_S +
+# POSTGRES_ANSWER_TIMEOUT_S + POSTGRES_CONNECT_TIMEOUT_S at worst: 5 s once the pool holds a
+# connection, 2 s for each operation after the first has found the server silent. Every statement
+# here takes milliseconds (dedupe keys, rate windows, one answer row), so these are 100x margins.
+# A new connection: libpq's floor (a reachable server completes the handshake in milliseconds).
+POSTGRES_CONNECT_TIMEOUT_S = 2
+# Server side: a statement still running (or waiting for a row lock) after 2 s fails with an error
+# and the connection stays usable; below the answer timeout, so a slow server says so first.
+POSTGRES_STATEMENT_TIMEOUT_MS = 2_000
+# Client side: no reply to one round trip (statement, commit, pool pre-ping) within 3 s and the
+# connection is hung up; neither the statement timeout nor TCP keepalives see a silent server.
+POSTGRES_ANSWER_TIMEOUT_S = 3.0
+# Server side: a transaction whose client went silent ends after 10 s, releasing its row locks
+# (a rate window, a vote) for the other replicas instead of holding them until TCP gives up.
+POSTGRES_IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000
+# Waiting for a free pooled connection (15 per process) while the others wait out a silent server.
+POSTGRES_POOL_TIMEOUT_S = 2.0
 # Errors that mean "the database cannot be reached (or is locked)", not "the request was wrong".
 # A pool TimeoutError: no connection came free in time (SQLite's one connection held by a
 # transaction waiting out a locked file).
@@ -82,8 +104,51 @@ def _driver_url(url: str, *, is_async: bool) -> URL:
     raise UserError(f"unsupported DOCSBOT_DATABASE_URL scheme {parsed.drivername!r} (use postgresql:// or sqlite:///)")
 
 
-def _engine_options(url: URL) -> dict[str, Any]:
+class _HangingUpConnection(psycopg.AsyncConnection[Any]):
+    """A psycopg connection that hangs up on a server that leaves one round trip unanswered for
+    POSTGRES_ANSWER_TIMEOUT_S: the call waiting then fails at once with an OperationalError, and
+    the broken connection is a disconnect to SQLAlchemy, which drops it from the pool. (Cancelling
+    the call instead makes psycopg ask the server to cancel and wait for that: 10 s more.)"""
+
+    async def wait(self, gen: PQGen[RV], *args: Any, **kwargs: Any) -> RV:
+        loop = asyncio.get_running_loop()
+        hang_up = loop.call_later(POSTGRES_ANSWER_TIMEOUT_S, _shut_down, self.pgconn.socket)
+        try:
+            return await super().wait(gen, *args, **kwargs)
+        except psycopg.OperationalError as exc:
+            if hang_up.when() > loop.time():
+                raise
+            raise psycopg.OperationalError(f"no answer from the server within {POSTGRES_ANSWER_TIMEOUT_S:g} s") from exc
+        finally:
+            hang_up.cancel()
+
+
+def _shut_down(fd: int) -> None:
+    """Shut the socket down both ways: the waiting read sees end-of-file and libpq marks the
+    connection lost (the descriptor itself stays libpq's to close)."""
+    with suppress(OSError), socket.socket(fileno=os.dup(fd)) as sock:
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _postgres_connect(url: URL) -> Callable[[], Awaitable[psycopg.AsyncConnection[Any]]]:
+    """New serving connections: bounded handshake, server-side timeouts (ahead of any `options`
+    in the URL, which then win), and the client-side hang-up above."""
+    conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    timeouts = (f"-c statement_timeout={POSTGRES_STATEMENT_TIMEOUT_MS} "
+                f"-c idle_in_transaction_session_timeout={POSTGRES_IDLE_IN_TRANSACTION_TIMEOUT_MS}")
+    options = f"{timeouts} {conninfo_to_dict(conninfo).get('options', '')}".strip()
+
+    async def connect() -> psycopg.AsyncConnection[Any]:
+        return await _HangingUpConnection.connect(conninfo, connect_timeout=POSTGRES_CONNECT_TIMEOUT_S, options=options)
+
+    return connect
+
+
+def _engine_options(url: URL, *, is_async: bool) -> dict[str, Any]:
+    if url.get_backend_name() == "postgresql" and is_async:
+        return {"pool_pre_ping": True, "pool_timeout": POSTGRES_POOL_TIMEOUT_S, "async_creator": _postgres_connect(url)}
     if url.get_backend_name() == "postgresql":
+        # Migrations (the only use of a sync engine) may run long statements: the handshake is bounded.
         return {"pool_pre_ping": True, "connect_args": {"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S}}
     # SQLite has one writer at a time, and every transaction here takes the write lock: one
     # connection per process queues them in order, where several would contend through SQLite's
@@ -129,7 +194,7 @@ def _configure_sqlite(engine: Engine) -> None:
 
 def _sync_engine(url: str) -> Engine:
     driver = _driver_url(url, is_async=False)
-    engine = create_engine(driver, **_engine_options(driver))
+    engine = create_engine(driver, **_engine_options(driver, is_async=False))
     if driver.get_backend_name() == "sqlite":
         _configure_sqlite(engine)
     return engine
@@ -137,7 +202,7 @@ def _sync_engine(url: str) -> Engine:
 
 def _async_engine(url: str) -> AsyncEngine:
     driver = _driver_url(url, is_async=True)
-    engine = create_async_engine(driver, **_engine_options(driver))
+    engine = create_async_engine(driver, **_engine_options(driver, is_async=True))
     if driver.get_backend_name() == "sqlite":
         _configure_sqlite(engine.sync_engine)
     return engine
