@@ -59,11 +59,12 @@ def run_sync(settings: Settings, embedder: Embedder | None = None, lease: Writer
                 report = _sync_folder(settings, store, embedder, folder, started, lease)
     except Exception as exc:
         _record_failure(lease, exc)
-        metrics.observe_sync(False, time.perf_counter() - started)
+        metrics.observe_sync_failed(time.perf_counter() - started)
         raise
     _record(lease, ok=True, report=report.to_json())
-    metrics.observe_sync(True, report.seconds, report)
-    metrics.observe_index(store.meta(), store.chunks().count_rows())
+    # The index gauges are read before, and published with, the run: a scrape that counts the
+    # run never shows the index of before it (its chunk count took a while to read).
+    metrics.observe_sync_ok(report, store.meta(), store.chunk_count())
     log.info("%s", report.render())
     return report
 

@@ -95,7 +95,8 @@ async def test_metrics_exposes_every_series_and_outcomes_add_up(sample_engine: E
 
     n = len(questions) + 2
     assert delta(after, before, "docsbot_questions_total") == n
-    outcomes = {o: delta(after, before, "docsbot_questions_total", outcome=o) for o in ("answered", "abstained", "failed")}
+    outcomes = {o: delta(after, before, "docsbot_questions_total", outcome=o)
+                for o in ("answered", "abstained", "failed")}
     assert outcomes == {"answered": 5, "abstained": 3, "failed": 0}
     assert delta(after, before, "docsbot_questions_total", outcome="abstained", reason="no_access") == 1
     assert delta(after, before, "docsbot_questions_total", surface="dm") == 1
@@ -164,7 +165,7 @@ async def test_readiness_reports_each_problem_and_turns_off_at_shutdown(sample_e
         status, body = await readyz(local)
         assert status == 503 and set(body["problems"]) == {"slack"}  # auth.test not verified yet
         local.bot.readiness.slack_auth = None
-        assert await readyz(local) == (200, {"ready": True, "problems": {}})
+        assert await readyz(local) == (200, {"ready": True, "problems": {}, "degraded": {}})
 
         store = sample_engine.store
         built = store.meta()["embedding"]
@@ -184,29 +185,40 @@ async def test_readiness_reports_each_problem_and_turns_off_at_shutdown(sample_e
 
 
 async def test_the_sync_worker_serves_its_metrics(tmp_path: Path) -> None:
-    """`docsbot sync --watch` (a real process) on DOCSBOT_METRICS_PORT: runs, files, chunks, ages."""
+    """`docsbot sync --watch` (a real process) on DOCSBOT_METRICS_PORT: runs, files, chunks, ages.
+    The scrape that first counts the run must show everything that run changed: the worker
+    publishes a sync's series together, so none of them lags its run counter."""
     source = new_repo(tmp_path / "upstream")
     commit_files(source, {"ops/oncall.md": "# On-call\n\nPages are answered within 15 minutes.\n",
                           "ops/deploy.md": "# Deploys\n\nDeploy from main after review.\n"})
     port = free_port()
     env = {**os.environ, "DOCSBOT_REPO": str(source), "DOCSBOT_DATA_DIR": str(tmp_path / "index"),
            "DOCSBOT_DEFAULT_LEVEL": "team", "DOCSBOT_METRICS_PORT": str(port), "DOCSBOT_SYNC_JITTER_S": "0"}
-    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "docsbot.cli", "sync", "--watch", cwd=REPO,
-                                                   env=env, stderr=asyncio.subprocess.DEVNULL)
+    log = tmp_path / "worker.log"
+    with log.open("wb") as stderr:
+        process = await asyncio.create_subprocess_exec(sys.executable, "-m", "docsbot.cli", "sync", "--watch",
+                                                       cwd=REPO, env=env, stderr=stderr)
     samples: dict = {}
     try:
-        async with asyncio.timeout(90), aiohttp.ClientSession() as session:
-            while total(samples, "docsbot_sync_runs_total", outcome="ok") < 1:
-                await asyncio.sleep(0.2)
-                try:
-                    async with session.get(f"http://127.0.0.1:{port}/metrics") as response:
-                        text = await response.text()
-                except aiohttp.ClientError:
-                    continue
-                samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-                           for family in text_string_to_metric_families(text) for s in family.samples}
+        async with aiohttp.ClientSession() as session:
+            async with asyncio.timeout(90):
+                while total(samples, "docsbot_sync_runs_total", outcome="ok") < 1:
+                    assert process.returncode is None, f"the sync worker exited:\n{log.read_text()[-3000:]}"
+                    await asyncio.sleep(0.2)
+                    try:
+                        async with session.get(f"http://127.0.0.1:{port}/metrics") as response:
+                            text = await response.text()
+                    except aiohttp.ClientError:
+                        continue
+                    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                               for family in text_string_to_metric_families(text) for s in family.samples}
+    except TimeoutError:
+        pytest.fail(f"no good sync counted on :{port}/metrics within 90 s "
+                    f"({'never scraped' if not samples else 'runs: ' + str(total(samples, 'docsbot_sync_runs_total'))})"
+                    f"; the worker's log:\n{log.read_text()[-3000:]}")
     finally:
-        process.terminate()
+        if process.returncode is None:
+            process.terminate()
         await process.wait()
     assert total(samples, "docsbot_sync_files_total", change="added") == 2
     assert total(samples, "docsbot_sync_chunks_total", source="embedded") == 2

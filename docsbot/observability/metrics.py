@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 import time
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest, start_http_server
+from prometheus_client import (
+    CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, Histogram, generate_latest, start_http_server,
+)
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from rag.answer import ABSTAIN_MESSAGES
 
@@ -35,9 +41,10 @@ QUEUE_DEPTH = Gauge("docsbot_answers_in_progress", "Answers being worked on now 
 QUEUE_WAITING = Gauge("docsbot_questions_waiting", "Questions waiting in line for an answer slot")
 QUEUE_WAIT_SECONDS = Histogram("docsbot_queue_wait_seconds", "Time a question waited in line for an answer slot",
                                buckets=(0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120))
-REJECTED_BUSY = Counter("docsbot_questions_rejected_busy_total", "Questions turned away because every answer slot was taken")
-FEEDBACK_VOTES = Counter("docsbot_feedback_votes_total", "Feedback votes by vote (up, down) and source (button, reaction)",
-                         ["vote", "source"])
+REJECTED_BUSY = Counter("docsbot_questions_rejected_busy_total",
+                        "Questions turned away because every answer slot was taken")
+FEEDBACK_VOTES = Counter("docsbot_feedback_votes_total",
+                         "Feedback votes by vote (up, down) and source (button, reaction)", ["vote", "source"])
 
 # -- outside services ------------------------------------------------------------------------------
 LLM_CALLS = Counter("docsbot_llm_calls_total", "Chat-completion attempts sent to the LLM endpoint")
@@ -91,6 +98,27 @@ def _declare_series() -> None:
 
 _declare_series()
 _index_times: dict[str, float] = {}
+# Held while a sync publishes its series and while a scrape reads them, so a scrape sees a sync
+# whole or not at all (never a counted run beside the index gauges of the index before it).
+_PUBLISH = threading.Lock()
+
+
+class _Consistent:
+    """`registry` collected under _PUBLISH: what both /metrics endpoints serve."""
+
+    def __init__(self, registry: Collector) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterable[Metric]:
+        with _PUBLISH:
+            return list(self._registry.collect())
+
+    def restricted_registry(self, names: Iterable[str]) -> _Consistent:
+        """prometheus-client's server calls this for `/metrics?name[]=...`."""
+        return _Consistent(REGISTRY.restricted_registry(names))
+
+
+_SCRAPED = _Consistent(REGISTRY)
 
 
 def _age(key: str) -> float:
@@ -123,7 +151,7 @@ def llm_failed(exc: BaseException) -> str:
 
 def serve_metrics(port: int) -> None:
     """/metrics on its own port, from a daemon thread (the sync worker has no web app)."""
-    start_http_server(port)
+    start_http_server(port, registry=_SCRAPED)
 
 
 def observe_answer(surface: str, answered: bool, reason: str | None, timings_ms: dict[str, float]) -> None:
@@ -137,21 +165,34 @@ def observe_failure(surface: str, reason: str) -> None:
     QUESTIONS.labels(surface, "failed", reason).inc()
 
 
-def observe_sync(ok: bool, seconds: float, report: Any = None) -> None:
-    """One sync run; `report` (a sync.report.SyncReport) gives the files and chunks changed."""
-    SYNC_RUNS.labels("ok" if ok else "failed").inc()
-    SYNC_SECONDS.observe(seconds)
-    if ok:  # the sync worker's own series; the outcome any process can read is in the state store
-        _index_times["sync"] = time.time()
-    if report is not None:
+def observe_sync_ok(report: Any, meta: dict[str, Any], chunks: int) -> None:
+    """One good sync, published in one step: the index it left (`chunks` rows, the commit date
+    in the store's `meta`), the files and chunks its `report` (a sync.report.SyncReport) changed,
+    its duration, and last the run itself. A scrape that counts the run sees all of the rest."""
+    with _PUBLISH:
+        _set_index(meta, chunks)
+        _index_times["sync"] = time.time()  # the sync worker's own series; any process reads the state store
         for change in _FILE_CHANGES:
             SYNC_FILES.labels(change).inc(getattr(report, change))
         SYNC_CHUNKS.labels("embedded").inc(report.chunks_embedded)
         SYNC_CHUNKS.labels("reused").inc(report.chunks_reused)
+        SYNC_SECONDS.observe(report.seconds)
+        SYNC_RUNS.labels("ok").inc()
+
+
+def observe_sync_failed(seconds: float) -> None:
+    with _PUBLISH:
+        SYNC_SECONDS.observe(seconds)
+        SYNC_RUNS.labels("failed").inc()
 
 
 def observe_index(meta: dict[str, Any], chunks: int) -> None:
     """The served index's size and commit date (from the store's meta)."""
+    with _PUBLISH:
+        _set_index(meta, chunks)
+
+
+def _set_index(meta: dict[str, Any], chunks: int) -> None:
     INDEX_CHUNKS.set(chunks)
     at = _timestamp(meta.get("commit_date"))
     if at is None:
@@ -171,4 +212,4 @@ def _timestamp(value: object) -> float | None:
 
 def exposition() -> tuple[bytes, str]:
     """The scrape body and its content type."""
-    return generate_latest(), CONTENT_TYPE_LATEST
+    return generate_latest(_SCRAPED), CONTENT_TYPE_LATEST
