@@ -9,10 +9,16 @@ placeholder is posted when it enters the line or gets its slot, shows its place,
 exactly once: by the answer (streamed into its own message when the model streams), an
 abstention, a busy or failure note, or, when Slack refuses the update, by deleting it and
 telling the asker privately.
+
+Under Slack's rate limits (bot.ratelimits) progress in the placeholder is best-effort
+(bot.progress) and nothing waits for Slack inside an answer slot: the answer is posted after
+the slot is freed, waiting its turn and Slack's Retry-After within a budget, as a new message
+when the placeholder cannot be edited, and the asker is told when to ask again otherwise.
 """
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -24,7 +30,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import blocks, telemetry
 from bot.directory import Audience, Directory
 from bot.limits import AnswerQueue
-from bot.placeholders import Placeholders
+from bot.placeholders import Placeholder, Placeholders
+from bot.progress import Progress
+from bot.ratelimits import Budget, Lanes, RateLimited, own_retries
 from bot.streaming import StreamedReply
 from rag.answer import Answer
 from rag.engine import Engine
@@ -43,6 +51,7 @@ Reply = Callable[[dict[str, Any]], Awaitable[Any]]  # a whole message only the a
 BUSY = "I'm answering a lot of questions right now. Please ask again in a minute."
 FAILED = "Sorry, something went wrong on my side while answering. Please try again."
 NOT_POSTED = "I couldn't post my answer in this conversation ({error}). Please ask again."
+RATE_LIMITED = "Slack is limiting how fast I can post here, so I couldn't post my answer. Please ask again in {when}."
 NO_DM = "I couldn't open a direct message with you ({error}), so I can't answer there."
 NOT_IN_CHANNEL_ERRORS = {"not_in_channel", "channel_not_found"}
 # Abstentions a DM at the asker's own level could turn into an answer.
@@ -66,20 +75,6 @@ class Question:
     team: str = ""  # the asker's workspace (a streamed reply names its recipient)
 
 
-@dataclass
-class Placeholder:
-    """The message an answer will become: posted when first shown, ended exactly once.
-
-    In the assistant panel nothing is shown while the status line says what happens, so the
-    placeholder may never be posted (`ts` None): ending it then posts the final message."""
-
-    channel: str
-    thread_ts: str | None
-    surface: str  # mention | dm | command | assistant (metrics, and the restart note's count)
-    ts: str | None = None
-    shown: str = ""  # the text it shows now
-
-
 class Answerer:
     def __init__(
         self,
@@ -99,6 +94,8 @@ class Answerer:
         self.queue = queue
         self.stream_replies = stream_replies
         self.placeholders = Placeholders()  # posted, not yet ended (bot.serve ends them on shutdown)
+        self.lanes = Lanes()  # what Slack said about its rate limits, per bucket
+        self.progress = Progress(client, self.lanes, self.placeholders)
 
     # -- delivering answers ------------------------------------------------------------------------
     async def answer_in_conversation(
@@ -152,6 +149,14 @@ class Answerer:
         The answer streams into its own message when the model streams; the placeholder is then
         deleted. None when the asker got no answer (busy, or a failure note). NotInChannel (and a
         failure to post the first placeholder) is raised: nothing was posted then."""
+        try:
+            return await self._answer_in_turn(placeholder, q, asker, audience, tell, panel)
+        finally:
+            self.progress.forget(placeholder)  # whatever happened (a cancelled answer too): no more progress
+
+    async def _answer_in_turn(
+        self, placeholder: Placeholder, q: Question, asker: Level, audience: Audience, tell: Tell, panel: bool
+    ) -> tuple[Answer, str] | None:
         audience_level = asker if audience.direct else audience.level
         stream = StreamedReply(self.client, q, self._can_stream(q))
         try:
@@ -159,6 +164,7 @@ class Answerer:
                 if not turn.admitted:
                     log.info("queue %s after %.1f s: told %s busy", turn.refused, turn.waited_s, q.user)
                     telemetry.rejected_busy(placeholder.surface)
+                    await self.progress.end(placeholder)
                     if placeholder.ts is None:
                         await self._tell_safely(tell, BUSY)
                     else:
@@ -167,7 +173,10 @@ class Answerer:
                 telemetry.waited_in_line(turn.waited_s)
                 if not panel or placeholder.ts is not None:
                     await self._show(placeholder, blocks.THINKING)
-                answer = await self._ask(q, min(asker, audience_level), stream.on_text if stream.enabled else None)
+                else:
+                    self.progress.forget(placeholder)  # the status line says it now; a place in line not posted never is
+                with own_retries():  # a streamed reply never sleeps on Slack's Retry-After in the slot
+                    answer = await self._ask(q, min(asker, audience_level), stream.on_text if stream.enabled else None)
         except Exception as exc:
             if placeholder.ts is None and isinstance(exc, (NotInChannel, SlackApiError)):
                 raise  # nothing was posted: the caller answers privately or tells the asker
@@ -279,50 +288,75 @@ class Answerer:
 
     # -- the placeholder: shown (posted, then updated) and ended in one place each -----------------
     async def _show(self, placeholder: Placeholder, text: str) -> None:
-        if placeholder.ts is None:
-            placeholder.ts = await self.post(placeholder.channel, placeholder.thread_ts, blocks.notice(text))
-            self.placeholders.open(placeholder.channel, placeholder.ts, placeholder.surface)
-        elif text != placeholder.shown:
-            try:
-                await self._update(placeholder.channel, placeholder.ts, blocks.notice(text))
-            except SlackApiError as exc:  # a place in line not shown is no reason to stop
-                log.warning("could not update the placeholder in %s: %s", placeholder.channel,
-                            exc.response.get("error"))
-        placeholder.shown = text
+        """Show `text` in the placeholder. The first time it is posted at once (a refusal is raised:
+        nothing is posted then) unless Slack is rate-limiting the channel; from then on it is left to
+        `bot.progress`, best-effort, and never waited for."""
+        first = not placeholder.tried
+        placeholder.tried = True
+        channel = placeholder.channel
+        if first:
+            ts = await self.lanes.attempt("chat.postMessage", channel,
+                                          lambda: self.post(channel, placeholder.thread_ts, blocks.notice(text)))
+            if ts is not None:
+                placeholder.ts, placeholder.shown = ts, text
+                self.placeholders.open(placeholder)
+                return
+        self.progress.show(placeholder, text)
 
     async def _end(self, placeholder: Placeholder, message: dict[str, Any] | None, tell: Tell) -> str | None:
         """Turn the placeholder into `message` (or delete it: None), whatever happens.
 
-        Returns the ts of the final message, None when none could be posted. If the update
-        fails the placeholder is deleted and the asker told privately, so "Looking through
-        the docs…" never stays forever."""
+        Returns the ts of the final message, None when none could be posted: the placeholder is
+        then deleted and the asker told privately (with when to ask again, when Slack is
+        rate-limiting), so "Looking through the docs…" never stays forever."""
+        await self.progress.end(placeholder)
         opened = placeholder.ts
         try:
+            if message is None:
+                await self._delete(placeholder)
+                return None
             try:
-                if placeholder.ts is None:
-                    return await self.post(placeholder.channel, placeholder.thread_ts, message) if message else None
-                if message is not None:
-                    await self._update(placeholder.channel, placeholder.ts, message)
-                    return placeholder.ts
+                return await self._deliver(placeholder, message)
+            except RateLimited as exc:
+                log.warning("could not post the reply in %s: %s", placeholder.channel, exc)
+                await self._tell_safely(tell, RATE_LIMITED.format(when=_minutes(exc.retry_after)))
             except (SlackApiError, NotInChannel) as exc:
                 error = exc.response.get("error", "error") if isinstance(exc, SlackApiError) else str(exc)
                 log.warning("could not post the reply in %s: %s", placeholder.channel, error)
-                await self._delete(placeholder)
                 await self._tell_safely(tell, NOT_POSTED.format(error=error))
-                return None
             await self._delete(placeholder)
             return None
         finally:
             if opened is not None:  # ended, whatever happened: nothing for a restart to clean up
                 self.placeholders.close(placeholder.channel, opened)
 
+    async def _deliver(self, placeholder: Placeholder, message: dict[str, Any]) -> str:
+        """Post the final message: the placeholder edited into it or, with no placeholder or when
+        Slack will not allow the edit within the budget, a new message (the placeholder then goes).
+        Each call waits its turn and Slack's Retry-After within one budget: RateLimited past it."""
+        budget = Budget()
+        channel, ts = placeholder.channel, placeholder.ts
+        if ts is not None:
+            try:
+                await self.lanes.send("chat.update", channel, lambda: self._update(channel, ts, message), budget)
+                return ts
+            except RateLimited as exc:
+                log.info("%s: the answer in %s is posted as a new message", exc, channel)
+        posted = await self.lanes.send("chat.postMessage", channel,
+                                       lambda: self.post(channel, placeholder.thread_ts, message), budget)
+        await self._delete(placeholder)
+        return posted
+
     async def _delete(self, placeholder: Placeholder) -> None:
         if placeholder.ts is None:
             return
+        channel, ts = placeholder.channel, placeholder.ts
         try:
-            await self.client.chat_delete(channel=placeholder.channel, ts=placeholder.ts)
-        except SlackApiError as exc:
-            log.warning("could not delete the placeholder in %s: %s", placeholder.channel, exc.response.get("error"))
+            await self.lanes.send("chat.delete", channel, lambda: self.client.chat_delete(channel=channel, ts=ts),
+                                  Budget())
+        except (SlackApiError, RateLimited) as exc:
+            log.warning("could not delete the placeholder in %s: %s", channel,
+                        exc.response.get("error") if isinstance(exc, SlackApiError) else exc)
         placeholder.ts = None
 
     @staticmethod
@@ -348,6 +382,11 @@ class Answerer:
     async def _update(self, channel: str, ts: str, message: dict[str, Any]) -> None:
         with telemetry.posting():
             await self.client.chat_update(channel=channel, ts=ts, **message)
+
+
+def _minutes(seconds: float) -> str:
+    minutes = math.ceil(seconds / 60)
+    return "a minute" if minutes <= 1 else f"about {minutes} minutes"
 
 
 def question_text(slack_text: str, bot_user_id: str | None) -> str:

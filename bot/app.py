@@ -14,10 +14,7 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request import payload_utils
 from slack_bolt.request.async_request import AsyncBoltRequest
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
-)
+from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.access import AccessFile, AccessPolicy, tell_admins
@@ -27,6 +24,7 @@ from bot.health import Readiness, health_routes, refuse_while_stopping, standard
 from bot.limits import AnswerQueue
 from bot.listeners import register_listeners
 from bot.middleware import attach, drop_retries
+from bot.ratelimits import CappedRateLimitRetry
 from bot.docs_sync import status_text
 from bot.services import Services, SyncCommand
 from bot.telemetry import ObservedWebClient, request_kind, slack_request
@@ -58,13 +56,14 @@ class DocsBot:
 
 
 def web_client(settings: Settings) -> AsyncWebClient:
-    """Web API client at `SLACK_API_URL`, retrying connection errors and 429s (after Retry-After)."""
+    """Web API client at `SLACK_API_URL`, retrying connection errors and 429s after Retry-After, but
+    never a Retry-After over a minute, nor the answers' calls, which wait their turn (bot.ratelimits)."""
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
     return ObservedWebClient(
         token=token,
         base_url=settings.slack_api_url,
         timeout=15,
-        retry_handlers=[AsyncConnectionErrorRetryHandler(), AsyncRateLimitErrorRetryHandler(max_retry_count=2)],
+        retry_handlers=[AsyncConnectionErrorRetryHandler(), CappedRateLimitRetry(max_retry_count=2)],
     )
 
 

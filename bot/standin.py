@@ -5,14 +5,17 @@ members, messages) and records every call. It answers the way Slack does where i
 the bot: the bearer token is checked, a bot that is not in a channel gets `not_in_channel` /
 `channel_not_found`, Block Kit limits are enforced (`invalid_blocks`, `msg_blocks_too_long`),
 members are paged, and queued failures (an error or an HTTP 429 with Retry-After) and delays
-can be injected per method.
+can be injected per method. Slack's rate limits can be set per method (`limits`): past one, an
+HTTP 429 `ratelimited` with Retry-After, on a clock that a benchmark may run faster (`speed`).
 """
 from __future__ import annotations
 
 import asyncio
 import itertools
 import json
+import math
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +56,19 @@ class Call:
     params: dict[str, Any]
     at: float
     ok: bool = False  # what Slack answered
+    status: int = 200  # the HTTP status (429: rate-limited)
+    retry_after: float | None = None  # Slack's seconds, with a 429
+
+
+@dataclass(frozen=True)
+class Limit:
+    """Slack's rate limit on a method: at most `calls` in any `per_s` seconds, per channel when
+    `per_channel` (chat.postMessage: about 1 a second per channel), else per workspace (Tier 3:
+    50 a minute). Calls past it are not counted: Slack answers 429 with Retry-After, whole seconds."""
+
+    calls: int
+    per_s: float
+    per_channel: bool = False
 
 
 @dataclass
@@ -78,6 +94,11 @@ class SlackStandIn:
         self.delays: dict[str, float] = {}  # seconds a method takes to answer (a slow Slack)
         self.assistant_threads: dict[tuple[str, str], dict[str, Any]] = {}  # status, prompts, title
         self.home_tabs: dict[str, dict[str, Any]] = {}  # the Home tab published for each user
+        self.limits: dict[str, Limit] = {}  # Slack's rate limits, by method
+        # Slack seconds per real second: > 1 runs the limits' clock faster, and Retry-After is then
+        # sent in real seconds, with decimals (Slack's whole seconds divided by the speed).
+        self.speed = 1.0
+        self._windows: dict[tuple[str, str], deque[float]] = {}
         self._ts = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -148,8 +169,13 @@ class SlackStandIn:
             return web.json_response({"ok": False, "error": "invalid_auth"})
         if self.failures.get(method):
             failure = self.failures[method].pop(0)
+            call.status, call.retry_after = failure.status, failure.retry_after
             headers = {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
             return web.json_response({"ok": False, "error": failure.error}, status=failure.status, headers=headers)
+        if (retry_after := self._over_limit(method, params)) is not None:
+            call.status, call.retry_after = 429, retry_after
+            return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
+                                     headers={"Retry-After": f"{retry_after / self.speed:g}"})
         handler = getattr(self, "_" + method.replace(".", "_"), None)
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"})
@@ -161,6 +187,20 @@ class SlackStandIn:
         if self.on_call is not None:
             await self.on_call(call)
         return web.json_response(result, headers={"x-oauth-scopes": ",".join(self.scopes)} if self.scopes else None)
+
+    def _over_limit(self, method: str, params: dict[str, Any]) -> int | None:
+        """Slack's whole seconds until `method` may be called again, or None: this call counts."""
+        limit = self.limits.get(method)
+        if limit is None:
+            return None
+        window = self._windows.setdefault((method, str(params.get("channel", "")) if limit.per_channel else ""), deque())
+        now = time.monotonic() * self.speed
+        while window and window[0] <= now - limit.per_s:
+            window.popleft()
+        if len(window) < limit.calls:
+            window.append(now)
+            return None
+        return max(1, math.ceil(window[0] + limit.per_s - now)) if window else math.ceil(limit.per_s)
 
     async def _respond(self, request: web.Request) -> web.Response:
         payload = await request.json()

@@ -10,6 +10,7 @@ COMMANDS = {
     "calibrate": ("eval.calibrate", "fit the answerability gate on several sets; write its parameter file"),
     "bench": ("eval.bench", "retrieval latency and recall against numpy brute force; ingest rate"),
     "bench-sync": ("eval.bench_sync", "incremental sync against a full rebuild"),
+    "bench-ratelimits": ("eval.bench_ratelimits", "a 200-question burst under Slack's rate limits, vs unlimited"),
     "candidates": ("eval.feedback_cli", "thumbs-down answers grouped by likely cause"),
     "promote": ("eval.feedback_cli", "turn a candidate into a golden-set case"),
     "reject": ("eval.feedback_cli", "dismiss a candidate"),
