@@ -29,8 +29,10 @@ def _text(value: object) -> str:
 def message_text(reply: object) -> str:
     """The text of a whole completion (the client's object or the parsed JSON body)."""
     choices = _field(reply, "choices")
-    if not isinstance(choices, list) or not choices:
-        raise MalformedReply("no choices" if isinstance(choices, list) else f"not a completion ({type(reply).__name__})")
+    if not isinstance(choices, list):
+        raise MalformedReply(f"not a completion ({type(reply).__name__})")
+    if not choices:
+        raise MalformedReply("no choices")
     message = _field(choices[0], "message")
     if message is None:
         raise MalformedReply("a choice without a message")
