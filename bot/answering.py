@@ -174,7 +174,7 @@ class Answerer:
                 if not panel or placeholder.ts is not None:
                     await self._show(placeholder, blocks.THINKING)
                 else:
-                    self.progress.forget(placeholder)  # the status line says it now; a place in line not posted never is
+                    self.progress.forget(placeholder)  # the status line says it now: no place in line is posted
                 with own_retries():  # a streamed reply never sleeps on Slack's Retry-After in the slot
                     answer = await self._ask(q, min(asker, audience_level), stream.on_text if stream.enabled else None)
         except Exception as exc:

@@ -193,7 +193,8 @@ class SlackStandIn:
         limit = self.limits.get(method)
         if limit is None:
             return None
-        window = self._windows.setdefault((method, str(params.get("channel", "")) if limit.per_channel else ""), deque())
+        key = (method, str(params.get("channel", "")) if limit.per_channel else "")
+        window = self._windows.setdefault(key, deque())
         now = time.monotonic() * self.speed
         while window and window[0] <= now - limit.per_s:
             window.popleft()
