@@ -146,13 +146,9 @@ class Lanes:
                     if wait:
                         budget.left_s -= wait
                         await asyncio.sleep(wait)
-                    try:
-                        with own_retries():
-                            return await call()
-                    except SlackApiError as exc:
-                        if not is_rate_limited(exc):
-                            raise
-                        lane.limited(retry_after_s(exc.response.headers))
+                    made, result = await _once(lane, call)
+                    if made:
+                        return result  # type: ignore[return-value]
         finally:
             lane.waiting -= 1
 
@@ -163,11 +159,17 @@ class Lanes:
         if not lane.free:
             return None
         async with lane.turn:
-            try:
-                with own_retries():
-                    return await call()
-            except SlackApiError as exc:
-                if not is_rate_limited(exc):
-                    raise
-                lane.limited(retry_after_s(exc.response.headers))
-                return None
+            return (await _once(lane, call))[1]
+
+
+async def _once(lane: Lane, call: Callable[[], Awaitable[T]]) -> tuple[bool, T | None]:
+    """`call` once, slack_sdk's own 429 retries off: (True, its result), or (False, None) when Slack
+    refused it with a 429, whose Retry-After the lane then holds. Other errors are raised."""
+    try:
+        with own_retries():
+            return True, await call()
+    except SlackApiError as exc:
+        if not is_rate_limited(exc):
+            raise
+        lane.limited(retry_after_s(exc.response.headers))
+        return False, None
