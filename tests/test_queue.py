@@ -4,6 +4,7 @@ overflow, and the placeholder shows (and updates) the place in line."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from bot import demo
@@ -12,7 +13,7 @@ from bot.blocks import THINKING, in_line
 from bot.bench_acks import crowd as crowd_workspace
 from bot.bench_acks import percentile
 from bot.limits import AnswerQueue
-from bot.local import local_slack
+from bot.local import LocalSlack, local_slack
 from bot.standin import Workspace, visible_text
 from rag.engine import Engine
 from tests.standins.openai_server import OpenAIStandIn
@@ -116,23 +117,44 @@ async def test_a_cancelled_wait_passes_its_slot_on() -> None:
 async def test_fifty_people_at_once_are_all_answered_and_nobody_is_told_busy(
     sample_engine: Engine, openai_standin: OpenAIStandIn
 ) -> None:
+    """The acks wait for nothing but the event loop: 50 mentions are acknowledged about as fast as
+    50 `/healthz` requests sent with them, and well inside Slack's 3 s.
+
+    Here the senders, the Slack stand-in and the bot share one event loop, so a burst's acks all
+    come back when the loop has done the whole burst's work (a few ms of CPU per signed request):
+    on a busy 2-core machine 49 of 50 acks arrived together at 0.75 s, with no callback over
+    100 ms (asyncio debug mode). A fixed 300 ms bar measured the machine, not the bot; the 300 ms
+    target is for `docsbot serve` in its own process (`python -m eval bench-acks`)."""
     openai_standin.reply = lambda messages: "Use the VPN portal [1]."
     openai_standin.delay_s = 2.0
     engine = with_model(sample_engine, openai_standin)
     async with local_slack(engine.settings, engine, workspace=crowd()) as local:
-        await mention(local, demo.ALICE, demo.GENERAL, VPN)  # warm up (first lookups, the index opened), as the bench does
+        await mention(local, demo.ALICE, demo.GENERAL, VPN)  # warm up (first lookups, the index opened)
         await local.settle()
         local.standin.calls.clear()
         started = asyncio.get_running_loop().time()
-        acks = [seconds for _, seconds in await asyncio.gather(*[mention(local, u, demo.GENERAL, VPN) for u in PEOPLE])]
+        mentioned, baseline = await asyncio.gather(
+            asyncio.gather(*[mention(local, u, demo.GENERAL, VPN) for u in PEOPLE]),
+            asyncio.gather(*[healthz(local) for _ in PEOPLE]))
+        acks = [seconds for _, seconds in mentioned]
         await local.settle(90)
         elapsed = asyncio.get_running_loop().time() - started
-        assert percentile(acks, 99) < 0.300, sorted(acks)[-5:]
+        assert percentile(acks, 99) < 1.5, sorted(acks)[-5:]  # half of Slack's 3 s
+        slowest = (sorted(acks)[-5:], sorted(baseline)[-5:])
+        assert percentile(acks, 99) < 1.5 * percentile(baseline, 99) + 0.1, slowest
         assert elapsed < 90
         assert not local.standin.calls_to("chat.postEphemeral")
         asked = {m["ts"] for m in local.standin.messages[demo.GENERAL] if m.get("user") in PEOPLE}
         posted = [m for m in answers(local, demo.GENERAL) if m["thread_ts"] in asked]
         assert len(posted) == 50 and all("Use the VPN portal [1]." in visible_text(m) for m in posted)
+
+
+async def healthz(local: LocalSlack) -> float:
+    """Seconds for one `/healthz`: the cheapest request, the baseline under the same load."""
+    started = time.perf_counter()
+    async with local.slack.session.get(local.base_url + "/healthz") as response:
+        assert response.status == 200
+    return time.perf_counter() - started
 
 
 async def test_a_full_line_turns_away_exactly_the_overflow(
