@@ -11,8 +11,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from rag.documents import check_pattern
-from rag.levels import Level
+from rag import Level, check_pattern
 
 LINK_PRESETS = {
     "github": "{repo_web}/blob/{commit}/{path}#{anchor}",
@@ -209,13 +208,15 @@ class Settings(BaseSettings):
     @classmethod
     def _link_template(cls, value: str) -> str:
         try:
-            names = {name for _, name, _, _ in string.Formatter().parse(LINK_PRESETS.get(value, value)) if name is not None}
+            fields = string.Formatter().parse(LINK_PRESETS.get(value, value))
+            names = {name for _, name, _, _ in fields if name is not None}
         except ValueError as exc:
             raise ValueError(f"not a valid template ({exc})") from None
         unknown = names - LINK_PLACEHOLDERS
         if unknown:
             known = ", ".join("{" + n + "}" for n in sorted(LINK_PLACEHOLDERS))
-            raise ValueError(f"unknown placeholder {{{sorted(unknown)[0]}}}: use {known} or a preset ({', '.join(LINK_PRESETS)})")
+            raise ValueError(f"unknown placeholder {{{sorted(unknown)[0]}}}: "
+                             f"use {known} or a preset ({', '.join(LINK_PRESETS)})")
         return value
 
     @model_validator(mode="after")
@@ -291,7 +292,7 @@ class Settings(BaseSettings):
     # written, indexed commit not yet recorded). Empty in production.
     sync_kill_at: Literal["", "before-write", "after-write"] = ""
 
-    # -- Running several processes (sync/lock.py, state/sync_requests.py, rag/store/) -------------
+    # -- Running several processes (sync/lease.py, state/sync_requests.py, rag/store/) -------------
     # Seconds within which a reader sees a new index version: how often a replica checks the bucket
     # for one to copy into its mirror (at least 1 s), LanceDB's read_consistency_interval elsewhere.
     index_refresh_s: float = 10.0

@@ -39,12 +39,11 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
 from docsbot.settings import Settings  # noqa: E402
-from rag.chunking import chunk_document  # noqa: E402
-from rag.documents import AccessRules, Document, load_folder  # noqa: E402
-from rag.embeddings import Embedder, make_embedder  # noqa: E402
+from docsbot.wiring import rag_config  # noqa: E402
+from rag import (  # noqa: E402
+    AccessRules, Document, Embedder, Level, Store, chunk_document, load_folder, make_embedder, vector_array,
+)
 from eval.bench_ingest import measure_ingest, query_latency, report as ingest_report  # noqa: E402
-from rag.levels import Level  # noqa: E402
-from rag.store import Store, vector_array  # noqa: E402
 
 AWSDOCS = Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "awsdocs-dev"
 K = 16
@@ -75,7 +74,8 @@ class Synthetic:
 
 
 def load_docs(root: Path, settings: Settings, seed: int) -> list[Document]:
-    docs, _ = load_folder(root, settings.include, settings.exclude, AccessRules({}, Level.team), settings.max_file_bytes)
+    docs, _ = load_folder(root, settings.include, settings.exclude, AccessRules({}, Level.team),
+                          settings.max_file_bytes)
     random.Random(seed).shuffle(docs)
     return docs
 
@@ -211,7 +211,7 @@ def run(
     log: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     settings = Settings(_env_file=None, data_dir=str(workdir / "ingest"))
-    embedder = make_embedder(settings)
+    embedder = make_embedder(rag_config(settings))
     docs = load_docs(AWSDOCS / "docs", settings, seed)
 
     log(f"ingest: indexing ~{ingest_chunks} chunks with {embedder.name}, 1 thread vs threads vs processes ...")
@@ -315,7 +315,8 @@ def report(result: dict[str, Any]) -> str:
     ann = result["ann_min_rows"]
     lines += ["", f"flat scan vs ANN (IVF_SQ {setup['ann']}), p50 and ratio to numpy:"]
     lines += [_point_line(p) for p in ann["points"]]
-    lines.append(f"ANN faster than flat from {ann['measured']} passing rows (ann_min_rows configured: {ann['configured']})")
+    lines.append(f"ANN faster than flat from {ann['measured']} passing rows "
+                 f"(ann_min_rows configured: {ann['configured']})")
     lines += ["", *ingest_report(result["ingest"])]
     return "\n".join(lines)
 

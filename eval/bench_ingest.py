@@ -19,12 +19,9 @@ from typing import Any
 import numpy as np
 
 from docsbot.settings import Settings
+from docsbot.wiring import rag_config
 from eval import embed_worker
-from rag.chunking import chunk_document
-from rag.documents import Document
-from rag.embeddings import LocalMiniLM, bulk_threads, length_batches
-from rag.indexer import IndexStats, apply_documents
-from rag.store import Store
+from rag import Document, IndexStats, LocalMiniLM, Store, apply_documents, bulk_threads, chunk_document, length_batches
 
 CONFIGS = ("1thread", "threads", "processes")
 
@@ -70,7 +67,8 @@ def _min_cosine(reference: dict[str, np.ndarray], other: dict[str, np.ndarray]) 
     return round(float((a * b).sum(1).min()), 6)
 
 
-def measure_ingest(workdir: Path, docs: list[Document], settings: Settings, chunks: int, rounds: int = 4) -> dict[str, Any]:
+def measure_ingest(workdir: Path, docs: list[Document], settings: Settings, chunks: int,
+                   rounds: int = 4) -> dict[str, Any]:
     """Index ~`chunks` chunks of `docs` per configuration. The multi-thread store is left at
     `workdir / "ingest"` (the retrieval benchmark reads its rows)."""
     picked = pick_documents(docs, settings, chunks)
@@ -95,7 +93,7 @@ def measure_ingest(workdir: Path, docs: list[Document], settings: Settings, chun
                     vectors = embed_in_processes(pool, list(texts.values()), settings.embedding_batch)
                     process_vectors.update(zip(texts, vectors))
                 else:
-                    stats: IndexStats = apply_documents(stores[config], models[config], settings, group, {})
+                    stats: IndexStats = apply_documents(stores[config], models[config], rag_config(settings), group, {})
                     _add(steps[config], stats.steps.seconds)
                 wall[config] += time.perf_counter() - started
     total = stores["threads"].counts()["chunks"]

@@ -33,10 +33,8 @@ from pydantic import SecretStr
 
 from sync.folder import index_folder
 from docsbot.settings import Settings
-from rag.embeddings import Embedder, make_embedder
-from rag.engine import Engine
-from rag.generation import ExtractiveAnswerer
-from rag.store import Store
+from docsbot.wiring import lease_config, rag_config, sync_config
+from rag import Embedder, Engine, ExtractiveAnswerer, Store, make_embedder
 from sync.service import run_sync
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "openshift-runbooks"
@@ -74,9 +72,9 @@ def rebuild_at(settings: Settings, source: Path, commit: str, dest: Path, embedd
     run_git(clone, "fetch", "-q", "origin", "+refs/heads/*:refs/remotes/origin/*")
     run_git(clone, "checkout", "-q", "--force", "--detach", commit)
     data = dest / "index"
-    engine = Engine(settings.model_copy(update={"data_dir": str(data)}), Store(str(data)), embedder,
-                    ExtractiveAnswerer())
-    index_folder(engine, clone / settings.repo_subdir)
+    own = settings.model_copy(update={"data_dir": str(data)})
+    engine = Engine(rag_config(own), Store(str(data)), embedder, ExtractiveAnswerer())
+    index_folder(engine, lease_config(own), clone / settings.repo_subdir)
     return data
 
 
@@ -146,7 +144,7 @@ def replay(tmp: Path, start: int, count: int, model: Embedder) -> bool:
 
     run_git(source, "checkout", "-q", "-B", "master", stretch[0]["commit"])
     started = time.perf_counter()
-    first = run_sync(settings, synced)
+    first = run_sync(sync_config(settings), synced)
     cold = time.perf_counter() - started
     print(f"openshift: alerts/ at first-parent commit {start} ({stretch[0]['commit'][:7]}): first sync (cold full "
           f"rebuild) {first.added} documents, {first.chunks_embedded} chunks embedded in {cold:.1f}s")
@@ -159,7 +157,7 @@ def replay(tmp: Path, start: int, count: int, model: Embedder) -> bool:
                 kinds[change["status"][0]] += 1
         run_git(source, "checkout", "-q", "-B", "master", entry["commit"])
         started = time.perf_counter()
-        report = run_sync(settings, synced)
+        report = run_sync(sync_config(settings), synced)
         sync_s.append(time.perf_counter() - started)
         embedded += report.chunks_embedded
         started = time.perf_counter()
@@ -168,7 +166,8 @@ def replay(tmp: Path, start: int, count: int, model: Embedder) -> bool:
         differences = index_differences(settings.data_dir, rebuilt)
         mismatches += bool(differences)
         print(f"  {step:2d} {entry['commit'][:7]} {report.mode:<11} +{report.added} ~{report.modified} "
-              f"-{report.deleted} >{report.renamed} embedded {report.chunks_embedded:3d} reused {report.chunks_reused:4d} "
+              f"-{report.deleted} >{report.renamed} embedded {report.chunks_embedded:3d} "
+              f"reused {report.chunks_reused:4d} "
               f"sync {sync_s[-1]:.2f}s rebuild {rebuild_s[-1]:.2f}s {'SAME' if not differences else differences[:3]}")
     ratio = statistics.median(r / s for r, s in zip(rebuild_s, sync_s))
     print(f"openshift replay: {count} commits, markdown changes under alerts/ A={kinds['A']} M={kinds['M']} "
@@ -199,7 +198,7 @@ def scale(tmp: Path, files: int, model: Embedder) -> bool:
     settings = bench_settings(tmp / "index10k", source)
     recorder = RecordingEmbedder(model)
     started = time.perf_counter()
-    first = run_sync(settings, recorder)
+    first = run_sync(sync_config(settings), recorder)
     cold = time.perf_counter() - started
     print(f"synthetic: {files} files; first sync (cold full rebuild, every chunk embedded): {cold:.1f}s, "
           f"{first.chunks_embedded} chunks embedded")
@@ -215,15 +214,15 @@ def scale(tmp: Path, files: int, model: Embedder) -> bool:
         commit_files(source, change, name)
         before = recorder.texts
         started = time.perf_counter()
-        report = run_sync(settings, recorder)
+        report = run_sync(sync_config(settings), recorder)
         times[name] = time.perf_counter() - started
         print(f"  one-file {name:<7}: {report.mode:<11} embedded {recorder.texts - before} "
               f"(+{report.added} ~{report.modified} -{report.deleted} >{report.renamed}) in {times[name]:.3f}s")
-    engine = Engine(settings, Store(settings.data_dir), recorder, ExtractiveAnswerer())
+    engine = Engine(rag_config(settings), Store(settings.data_dir), recorder, ExtractiveAnswerer())
     root = Path(settings.data_dir) / "sync" / "repo"
     before = recorder.texts
     started = time.perf_counter()
-    index_folder(engine, root)
+    index_folder(engine, lease_config(settings), root)
     warm = time.perf_counter() - started
     print(f"  full rebuild with a warm vector cache: {warm:.2f}s ({recorder.texts - before} embedded)")
     one_file = statistics.median(times[k] for k in ("edit", "add", "rename", "delete"))
@@ -241,7 +240,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--commits", type=int, default=50, help="commits to replay after it")
     parser.add_argument("--files", type=int, default=10_000, help="files in the synthetic repository (0: skip)")
     args = parser.parse_args(argv[1:])
-    model = make_embedder(Settings(_env_file=None))
+    model = make_embedder(rag_config(Settings(_env_file=None)))
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
         ok = True
         if args.commits:

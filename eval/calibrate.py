@@ -21,15 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from docsbot.errors import UserError
+from docsbot.errors import ACTIONABLE
 from docsbot.settings import Settings
+from docsbot.wiring import rag_config
 from eval.golden import GoldenError, load_golden
 from eval.runner import add_set_options
 from eval.sets import choose, open_engine, prepare
-from rag import answerability
-from rag.embeddings import EmbeddingError, make_embedder
-from rag.engine import Engine
-from rag.store import StoreError
+from rag import EmbeddingError, Engine, StoreError, answerability, make_embedder
 
 L2 = 1.0  # ridge penalty on the standardised weights: few negatives, keep the model smooth
 
@@ -107,17 +105,18 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv[1:])
     base = Settings()
     try:
-        embedder = make_embedder(base)
+        embedder = make_embedder(rag_config(base))
         chosen = choose(args.docs, args.golden, args.suite)
         data: dict[str, tuple[list[dict[str, float]], list[bool]]] = {}
         totals: dict[str, tuple[int, int]] = {}
         for eval_set in chosen:
-            engine = open_engine(eval_set, base, len(chosen) > 1, embedder, answerability.NEUTRAL)
+            settings = eval_set.settings(base, len(chosen) > 1)
+            engine = open_engine(settings, embedder, answerability.NEUTRAL)
             cases = load_golden(list(eval_set.golden))
-            prepare(engine, eval_set, cases, sys.stderr)
+            prepare(engine, settings, eval_set, cases, sys.stderr)
             data[eval_set.name] = asyncio.run(labelled(engine, cases))
             totals[eval_set.name] = (sum(c.answerable for c in cases), sum(not c.answerable for c in cases))
-    except (UserError, GoldenError, StoreError, EmbeddingError, answerability.AnswerabilityError, ValueError) as exc:
+    except (*ACTIONABLE, GoldenError, StoreError, EmbeddingError, answerability.AnswerabilityError, ValueError) as exc:
         print(f"eval: error: {exc}", file=sys.stderr)
         return 2
     names = [f for f in args.features.split(",") if f]
@@ -139,13 +138,15 @@ def main(argv: list[str]) -> int:
     probs = {name: np.array([model.probability(r) for r in rows]) for name, (rows, _) in data.items()}
     labels = {name: np.array(lab, dtype=bool) for name, (_, lab) in data.items()}
     print("weights (standardised): " + ", ".join(f"{f} {c:+.2f}" for f, c in zip(names, coef)) + f"; bias {bias:+.2f}")
-    print(f"{'threshold':<10}" + "".join(f"{n[:14]:>16}" for n in data) + f"{'macro bal.acc':>14}   (answered / abstention recall)")
+    print(f"{'threshold':<10}" + "".join(f"{n[:14]:>16}" for n in data)
+          + f"{'macro bal.acc':>14}   (answered / abstention recall)")
     best: tuple[float, float] | None = None
     for threshold in np.round(np.arange(0.05, 0.96, 0.025), 3):
         figures = per_set_figures(probs, labels, totals, float(threshold))
         macro = float(np.mean([(a + r) / 2 if r is not None else a for a, r in figures.values()]))
         ok = all(a >= args.min_answered for a, _ in figures.values())
-        print(f"{threshold:<10.3f}" + "".join(f"{a:>8.3f} / {r if r is not None else float('nan'):.3f}" for a, r in figures.values())
+        print(f"{threshold:<10.3f}"
+              + "".join(f"{a:>8.3f} / {r if r is not None else float('nan'):.3f}" for a, r in figures.values())
               + f"{macro:>14.3f}" + ("" if ok else "   (answers too few)"))
         if ok and (best is None or macro > best[1]):
             best = (float(threshold), macro)

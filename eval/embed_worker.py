@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rag.embeddings import LocalMiniLM
+from rag import LocalMiniLM
 
 _model: LocalMiniLM | None = None
 

@@ -19,13 +19,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bot.candidates import find_candidates, index_docs, render, used_docs
 from docsbot.settings import Settings
-from eval.candidates import find_candidates, index_docs, render, used_docs
 from eval.golden import EVAL_DIR, GoldenError, load_golden, parse_case
-from docsbot.errors import UserError
-from rag.store import Store, StoreError
+from docsbot.errors import ACTIONABLE
+from docsbot.wiring import open_state_db
+from rag import Store, StoreError
 from state.answers import AnswerLog, AnswerLogError, Feedback, LoggedAnswer
-from state.db import StateUnavailable, open_state
+from state.db import StateUnavailable
 
 FEEDBACK_GOLDEN = EVAL_DIR / "golden_feedback.jsonl"
 
@@ -143,13 +144,13 @@ def main(argv: list[str], settings: Settings | None = None) -> int:
     settings = settings or Settings()
     try:
         return asyncio.run(_run(command, args, settings))
-    except (AnswerLogError, GoldenError, StoreError, StateUnavailable, UserError, OSError) as exc:
+    except (AnswerLogError, GoldenError, StoreError, StateUnavailable, *ACTIONABLE, OSError) as exc:
         print(f"eval {command}: error: {exc}", file=sys.stderr)
         return 2
 
 
 async def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
-    state = await open_state(settings)
+    state = await open_state_db(settings)
     try:
         return await COMMANDS[command](args, AnswerLog(state, settings.answer_log_days), Store(settings.data_dir))
     finally:

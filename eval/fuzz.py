@@ -38,17 +38,17 @@ from aiohttp import web
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 from pydantic import SecretStr
 
-from bot import demo
+from bot.local import demo
 from bot.access import AccessFileError, load_access
 from bot.app import EVENTS_PATH
 from bot.blocks import answer_message
-from bot.local import LocalSlack, local_slack
+from bot.local.harness import LocalSlack, local_slack
 from docsbot.settings import Settings
-from rag.answer import Answer, Citation, Diagnostics
-from rag.chunking import chunk_document, sections
-from rag.documents import AccessRules, DocumentError, parse_document
-from rag.engine import Engine
-from rag.generation import ExtractiveAnswerer
+from docsbot.wiring import open_engine, sync_config
+from rag import (
+    AccessRules, Answer, Citation, Diagnostics, DocumentError, ExtractiveAnswerer, chunk_document,
+    parse_document, sections,
+)
 from sync.webhook import webhook_route
 
 
@@ -64,7 +64,8 @@ class Outcome:
     def line(self) -> str:
         kinds = ", ".join(f"{k} {v:,}" for k, v in sorted(self.counts.items()))
         return (f"{self.target:<15} {self.tried:>7,} inputs  {self.failures} failures  {self.seconds:6.1f}s"
-                + (f"  ({kinds})" if kinds else "") + (f"\n    first failure: {self.first_failure}" if self.failures else ""))
+                + (f"  ({kinds})" if kinds else "")
+                + (f"\n    first failure: {self.first_failure}" if self.failures else ""))
 
 
 def _run(outcome: Outcome, examples: int, strategy: st.SearchStrategy, check: Callable[[Any], None]) -> Outcome:
@@ -90,9 +91,10 @@ def _run(outcome: Outcome, examples: int, strategy: st.SearchStrategy, check: Ca
 # -- documents ---------------------------------------------------------------------------------------
 _LINES = st.one_of(
     st.text(max_size=80),
-    st.sampled_from(["---", "...", "# Title", "## Section", "## Section", "## ???", "# !", "### ", "#", "```", "~~~", "```python", "| a | b |",
-                     "|---|---|", "- item", "1. step", "", "   ", "title: T", "access: team", "access: [x]",
-                     "version: 2.3", "title: {a: 1}", ": :", "? x", "&a *a", "!!python/object:os.system x"]),
+    st.sampled_from(["---", "...", "# Title", "## Section", "## Section", "## ???", "# !", "### ", "#", "```", "~~~",
+                     "```python", "| a | b |", "|---|---|", "- item", "1. step", "", "   ", "title: T", "access: team",
+                     "access: [x]", "version: 2.3", "title: {a: 1}", ": :", "? x", "&a *a",
+                     "!!python/object:os.system x"]),
     st.builds(lambda w, n: " ".join([w] * n), st.text(min_size=1, max_size=12), st.integers(1, 200)),
 )
 _DOC_TEXT = st.lists(_LINES, max_size=40).map("\n".join)
@@ -310,7 +312,7 @@ def fuzz_slack(examples: int, settings: Settings) -> Outcome:
     """The real app on a local port behind the Slack stand-in; one event loop for every example."""
     outcome = Outcome("slack endpoint")
     loop = asyncio.new_event_loop()
-    engine = Engine.from_settings(settings, generator=ExtractiveAnswerer())
+    engine = open_engine(settings, generator=ExtractiveAnswerer())
     context = local_slack(settings, engine)
     local = loop.run_until_complete(context.__aenter__())
     session = loop.run_until_complete(_session())
@@ -379,7 +381,8 @@ HOOK_CASES = st.builds(
 def _hook_headers(case: HookCase) -> dict[str, str]:
     headers = {"X-GitHub-Event": case.event} if case.event else {}
     if case.signing == "github":
-        headers["X-Hub-Signature-256"] = "sha256=" + hmac.new(WEBHOOK_SECRET.encode(), case.body, hashlib.sha256).hexdigest()
+        digest = hmac.new(WEBHOOK_SECRET.encode(), case.body, hashlib.sha256).hexdigest()
+        headers["X-Hub-Signature-256"] = "sha256=" + digest
     elif case.signing == "gitlab":
         headers["X-Gitlab-Token"] = WEBHOOK_SECRET
     elif case.signing == "bad github":
@@ -400,7 +403,7 @@ def fuzz_webhook(examples: int, settings: Settings) -> Outcome:
     async def start() -> tuple[web.AppRunner, aiohttp.ClientSession, str]:
         app = web.Application()
         hook_settings = settings.model_copy(update={"webhook_secret": SecretStr(WEBHOOK_SECRET), "branch": "main"})
-        app.add_routes([webhook_route(hook_settings, trigger)])
+        app.add_routes([webhook_route(sync_config(hook_settings), trigger)])
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -463,5 +466,6 @@ def main(argv: list[str] | None = None) -> int:
             outcomes.append(target())
             print(outcomes[-1].line(), flush=True)
     failures = sum(o.failures for o in outcomes)
-    print(f"total: {sum(o.tried for o in outcomes):,} inputs, {failures} failures in {time.perf_counter() - started:.0f}s")
+    print(f"total: {sum(o.tried for o in outcomes):,} inputs, {failures} failures "
+          f"in {time.perf_counter() - started:.0f}s")
     return 1 if failures else 0

@@ -20,16 +20,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from docsbot.errors import UserError
+from docsbot.errors import ACTIONABLE
 from docsbot.settings import Settings
+from docsbot.wiring import rag_config, retrieval_config
 from eval import metrics
 from eval.golden import GoldenCase, GoldenError, load_golden
 from eval.runner import add_set_options
 from eval.sets import choose, open_engine, prepare
-from rag.embeddings import EmbeddingError, make_embedder
-from rag.engine import Engine
-from rag.retrieval import HYBRID, SIGNALS, Found, Mode, rank, search_lists
-from rag.store import StoreError
+from rag import HYBRID, SIGNALS, EmbeddingError, Engine, Found, Mode, StoreError, make_embedder, rank, search_lists
 
 # The grid: every combination is tried. Values around today's defaults; a best point on the edge
 # of the grid says to widen it. An earlier grid over docs-sync and mtrag-govt-dev (432 points, also
@@ -69,9 +67,10 @@ async def collect(engine: Engine, cases: Sequence[GoldenCase], depth: int) -> li
 
 def score(queries: list[Query], settings: Settings, mode: Mode = HYBRID) -> dict[str, float]:
     ranks = []
+    config = retrieval_config(settings)
     for q in queries:
-        found = {name: hits[:settings.candidates] for name, hits in q.found.items()}
-        selected = rank(found, q.vector, q.text, settings, mode).selected
+        found = {name: hits[:config.candidates] for name, hits in q.found.items()}
+        selected = rank(found, q.vector, q.text, config, mode).selected
         ranking = metrics.doc_ranking(c.row["doc_path"] for c in selected)
         ranks.append(metrics.first_gold_rank(ranking, q.case.gold_doc_ids))
     return {"hit_rate": metrics.hit_rate(ranks) or 0.0, "mrr": metrics.mrr(ranks) or 0.0}
@@ -157,13 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def gather(args: argparse.Namespace, base: Settings) -> tuple[dict[str, list[Query]], dict[str, Any]]:
     """Each set's cached queries, and with --ann its ANN recall per probe scale."""
-    embedder = make_embedder(base)
+    embedder = make_embedder(rag_config(base))
     chosen = choose(args.docs, args.golden, args.suite)
     found, ann = {}, {}
     for eval_set in chosen:
-        engine = open_engine(eval_set, base, len(chosen) > 1, embedder)
+        settings = eval_set.settings(base, len(chosen) > 1)
+        engine = open_engine(settings, embedder)
         cases = load_golden(list(eval_set.golden))
-        prepare(engine, eval_set, cases, sys.stderr)
+        prepare(engine, settings, eval_set, cases, sys.stderr)
         found[eval_set.name] = asyncio.run(collect(engine, cases, args.depth))
         if args.ann:
             ann[eval_set.name] = ann_recall(engine, found[eval_set.name])
@@ -176,7 +176,7 @@ def main(argv: list[str]) -> int:
     grid = GRID | (args.grid or {})
     try:
         sets, ann = gather(args, base.model_copy(update={"candidates": args.depth}))
-    except (UserError, GoldenError, StoreError, EmbeddingError, ValueError) as exc:
+    except (*ACTIONABLE, GoldenError, StoreError, EmbeddingError, ValueError) as exc:
         print(f"eval: error: {exc}", file=sys.stderr)
         return 2
     results = sweep(sets, base, grid)

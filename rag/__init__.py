@@ -1,1 +1,88 @@
-"""rag: documents → chunks → embeddings → LanceDB → hybrid retrieval → prompt → answer → check."""
+"""rag: documents → chunks → embeddings → LanceDB → hybrid retrieval → prompt → answer → check.
+
+The public face: every other package imports rag's names from here (`from rag import Engine`),
+never from its modules; what is not in `__all__` is rag's own business. The names load on first
+use (PEP 562), so `import rag` costs nothing: lancedb, pyarrow and the embedding model load only
+when something that needs them is touched (`docsbot --help` must start fast).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name -> the module that defines it
+_EXPORTS: dict[str, str] = {
+    # answering
+    **dict.fromkeys(("Engine", "History"), "rag.engine"),
+    **dict.fromkeys(("ABSTAIN_MESSAGES", "Answer", "Citation", "Diagnostics"), "rag.answer"),
+    "Level": "rag.levels",
+    "ExtractiveAnswerer": "rag.extractive",
+    **dict.fromkeys(("Generator", "OpenAIChat", "ProviderError", "TextSink", "make_generator"), "rag.generation"),
+    "PROMPT_VERSION": "rag.prompt",
+    "fences_balanced": "rag.spans",
+    # configuration
+    **dict.fromkeys(("AnswerConfig", "ChunkingConfig", "DocsConfig", "EmbeddingConfig", "IndexConfig", "LLMConfig",
+                     "LinkConfig", "RagConfig", "RerankConfig", "RetrievalConfig"), "rag.config"),
+    **dict.fromkeys(("LLM_ERROR_KINDS", "RagEvents", "install_events"), "rag.events"),
+    # documents and indexing
+    **dict.fromkeys(("HIDDEN", "NOT_UTF8_NAME", "AccessRules", "Document", "DocumentError", "check_pattern",
+                     "in_scope", "inside", "load_folder", "matches", "not_utf8", "parse_document", "read_document",
+                     "shorten", "shown_path", "too_long"), "rag.documents"),
+    **dict.fromkeys(("chunk_document", "sections"), "rag.chunking"),
+    **dict.fromkeys(("IndexStats", "Provenance", "apply_documents", "chunking_signature"), "rag.indexer"),
+    "rebuild_index": "rag.rebuild",
+    **dict.fromkeys(("async_openai_client", "openai_client"), "rag.llm_clients"),
+    "recording_to": "rag.progress",
+    # embeddings
+    **dict.fromkeys(("Embedder", "EmbeddingError", "LocalMiniLM", "bulk_threads", "length_batches", "make_embedder"),
+                    "rag.embeddings"),
+    # the index
+    **dict.fromkeys(("Hit", "Index", "Store", "StoreError", "WriteRefused", "open_index", "read_tables",
+                     "vector_array"), "rag.store"),
+    # retrieval (the eval's sweep replays it over cached searches)
+    **dict.fromkeys(("HYBRID", "SIGNALS", "Found", "Mode", "Retrieval", "rank", "search_lists"), "rag.retrieval"),
+}
+_RENAMED = {"install_events": "install"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rag' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
+    globals()[name] = value  # the next lookup does not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:
+    from rag.answer import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics
+    from rag.chunking import chunk_document, sections
+    from rag.config import (
+        AnswerConfig, ChunkingConfig, DocsConfig, EmbeddingConfig, IndexConfig, LinkConfig, LLMConfig, RagConfig,
+        RerankConfig, RetrievalConfig,
+    )
+    from rag.documents import (
+        HIDDEN, NOT_UTF8_NAME, AccessRules, Document, DocumentError, check_pattern, in_scope, inside, load_folder,
+        matches, not_utf8, parse_document, read_document, shorten, shown_path, too_long,
+    )
+    from rag.embeddings import Embedder, EmbeddingError, LocalMiniLM, bulk_threads, length_batches, make_embedder
+    from rag.engine import Engine, History
+    from rag.events import LLM_ERROR_KINDS, RagEvents
+    from rag.events import install as install_events
+    from rag.extractive import ExtractiveAnswerer
+    from rag.generation import Generator, OpenAIChat, ProviderError, TextSink, make_generator
+    from rag.indexer import IndexStats, Provenance, apply_documents, chunking_signature
+    from rag.levels import Level
+    from rag.llm_clients import async_openai_client, openai_client
+    from rag.progress import recording_to
+    from rag.prompt import PROMPT_VERSION
+    from rag.rebuild import rebuild_index
+    from rag.spans import fences_balanced
+    from rag.retrieval import HYBRID, SIGNALS, Found, Mode, Retrieval, rank, search_lists
+    from rag.store import Hit, Index, Store, StoreError, WriteRefused, open_index, read_tables, vector_array

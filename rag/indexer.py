@@ -4,12 +4,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
 
-from docsbot.settings import Settings
 from rag.chunking import Chunk, chunk_document
+from rag.config import ChunkingConfig, LinkConfig, RagConfig
 from rag.documents import Document
 from rag.embeddings import Embedder
 from rag.progress import Progress
@@ -42,16 +43,18 @@ class IndexStats:
     steps: StageSeconds = field(default_factory=StageSeconds)
 
 
-def chunking_signature(settings: Settings) -> dict[str, int]:
-    return {"size": settings.chunk_size, "overlap": settings.chunk_overlap, "version": CHUNKING_VERSION}
+def chunking_signature(chunking: ChunkingConfig) -> dict[str, int]:
+    return {"size": chunking.size, "overlap": chunking.overlap, "version": CHUNKING_VERSION}
 
 
-def permalink(settings: Settings, commit: str, path: str, anchor: str) -> str:
-    if not settings.repo_web or not commit:
+def permalink(links: LinkConfig, commit: str, path: str, anchor: str) -> str:
+    """The link to a section at a commit; the path percent-encoded (a space, `#`, `"` or newline
+    in a file name stays part of the path), its slashes kept."""
+    if not links.repo_web or not commit or commit.endswith("+dirty"):  # no web page shows a local edit
         return ""
-    full_path = f"{settings.repo_subdir.strip('/')}/{path}" if settings.repo_subdir.strip("/") else path
-    url = settings.link_pattern.format(
-        repo_web=settings.repo_web.rstrip("/"), commit=commit, path=full_path, anchor=anchor
+    full_path = f"{links.repo_subdir.strip('/')}/{path}" if links.repo_subdir.strip("/") else path
+    url = links.pattern.format(
+        repo_web=links.repo_web.rstrip("/"), commit=commit, path=quote(full_path, safe="/"), anchor=anchor
     )
     return url if anchor else url.rstrip("#")
 
@@ -111,14 +114,14 @@ def _save(store: Index, unsaved: list[str], vectors: dict[str, np.ndarray], prog
 
 
 def build_rows(
-    docs: list[Document], provenance: dict[str, Provenance], store: Index, embedder: Embedder, settings: Settings
+    docs: list[Document], provenance: dict[str, Provenance], store: Index, embedder: Embedder, config: RagConfig
 ) -> tuple[pa.Table, IndexStats]:
     stats = IndexStats(documents=len(docs))
     chunks: list[Chunk] = []
     owner: list[Document] = []
     with stats.steps.stage("chunk"):
         for doc in docs:
-            for chunk in chunk_document(doc, settings.chunk_size, settings.chunk_overlap):
+            for chunk in chunk_document(doc, config.chunking.size, config.chunking.overlap):
                 chunks.append(chunk)
                 owner.append(doc)
     with stats.steps.stage("embed"):
@@ -137,7 +140,7 @@ def build_rows(
             "version": doc.version,
             "commit": prov.commit,
             "commit_date": prov.commit_date,
-            "url": permalink(settings, prov.commit, doc.path, chunk.anchor),
+            "url": permalink(config.links, prov.commit, doc.path, chunk.anchor),
             "access": doc.access.name,
             "access_rank": int(doc.access),
             "area": doc.area,
@@ -157,7 +160,7 @@ def build_rows(
 def apply_documents(
     store: Index,
     embedder: Embedder,
-    settings: Settings,
+    config: RagConfig,
     docs: list[Document],
     provenance: dict[str, Provenance],
     *,
@@ -173,7 +176,7 @@ def apply_documents(
         if not full:
             store.check_embedding(embedder.name, embedder.dim)
         store.reset()
-    rows, stats = build_rows(docs, provenance, store, embedder, settings)
+    rows, stats = build_rows(docs, provenance, store, embedder, config)
     before = store.doc_hashes() if store.exists() else {}
     replace = None if full else [d.path for d in docs] + list(removed)
     with stats.steps.stage("write"):
@@ -183,9 +186,9 @@ def apply_documents(
     else:
         stats.deleted = len(set(removed) & set(before))
     store.set_meta(
-        embedding={"model": embedder.name, "dim": embedder.dim}, chunking=chunking_signature(settings)
+        embedding={"model": embedder.name, "dim": embedder.dim}, chunking=chunking_signature(config.chunking)
     )
     with stats.steps.stage("maintain"):
-        store.maintain(settings.ann_min_rows)
+        store.maintain(config.index.ann_min_rows)
     stats.seconds = time.perf_counter() - started
     return stats

@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 
 _KINDS = (
-    ("duration", re.compile(r"\bhow long\b|\bfor how many\b|\bhow many (?:days|hours|minutes|weeks|months|years)\b|\bhow soon\b", re.I)),
+    ("duration", re.compile(r"\bhow long\b|\bfor how many\b|\bhow many (?:days|hours|minutes|weeks|months|years)\b"
+                            r"|\bhow soon\b", re.I)),
     ("person", re.compile(r"^\W*who\b|\bwho(?:m|se)?\b|\bwhich (?:team|person|role)\b", re.I)),
     ("reason", re.compile(r"\bwhy\b|\breasons?\b|\bwhat for\b|\brationale\b", re.I)),
     ("steps", re.compile(r"\bhow (?:do|can|should|would) (?:i|we|you)\b|\bhow to\b|\bsteps?\b|\bset ?up\b", re.I)),
     ("when", re.compile(r"^\W*when\b|\bwhat time\b|\bwhich day\b", re.I)),
-    ("amount", re.compile(r"\bhow much\b|\bhow many\b|\bwhat(?:'s| is) the (?:cost|price|fee|limit|maximum|minimum)\b", re.I)),
+    ("amount", re.compile(r"\bhow much\b|\bhow many\b"
+                          r"|\bwhat(?:'s| is) the (?:cost|price|fee|limit|maximum|minimum)\b", re.I)),
 )
 _DURATION = re.compile(r"\b\d+(?:[.,]\d+)?\s*(?:[-–]\s*\d+\s*)?(?:min(?:ute)?s?|h|hours?|days?|business days|"
                        r"weeks?|months?|years?)\b|\b(?:a|one|two|three) (?:day|week|month|year)s?\b", re.I)

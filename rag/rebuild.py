@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from rag.documents import load_folder
-from rag.engine import Engine, access_rules
+from rag.engine import Engine
 from rag.indexer import IndexStats, Provenance, build_rows, chunking_signature
 from rag.store import CHUNKS, META, VECTORS, Store, StoreError, meta_table
 
@@ -28,25 +28,26 @@ _STALE_META = ("commit", "commit_date", "sync_signature", "ann_trained_rows")
 
 
 def rebuild_index(engine: Engine, root: Path, provenance: dict[str, Provenance]) -> IndexStats:
-    s, store = engine.settings, engine.store
+    config, store = engine.config, engine.store
+    d = config.docs
     started = time.perf_counter()
-    docs, skipped = load_folder(root, s.include, s.exclude, access_rules(s), s.max_file_bytes)
+    docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes)
     old_meta = _readable(store.meta, {}, "metadata")
     embedding = {"model": engine.embedder.name, "dim": engine.embedder.dim}
     with tempfile.TemporaryDirectory(prefix="docsbot-rebuild-") as scratch_dir:
         scratch = Store(scratch_dir, refresh_s=None)
         if old_meta.get("embedding") == embedding:  # vectors of another model are never reused
             _seed_vector_cache(scratch, store)
-        rows, stats = build_rows(docs, provenance, scratch, engine.embedder, s)
+        rows, stats = build_rows(docs, provenance, scratch, engine.embedder, config)
         vectors = scratch.cached_table()
         before = _readable(store.doc_hashes, {}, "list of documents")
         if vectors is not None:
             store.replace(VECTORS, vectors)
         store.replace(CHUNKS, rows)  # the swap: readers see the new index from here
     meta: dict[str, Any] = {k: v for k, v in old_meta.items() if k not in _STALE_META}
-    meta.update(embedding=embedding, chunking=chunking_signature(s), docs_root=str(root.resolve()))
+    meta.update(embedding=embedding, chunking=chunking_signature(config.chunking), docs_root=str(root.resolve()))
     store.replace(META, meta_table(meta))
-    store.maintain(s.ann_min_rows)
+    store.maintain(config.index.ann_min_rows)
     stats.skipped = skipped
     stats.deleted = len(set(before) - {d.path for d in docs})
     stats.seconds = time.perf_counter() - started

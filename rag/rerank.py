@@ -12,7 +12,7 @@ from typing import Any
 
 import aiohttp
 
-from docsbot.settings import Settings
+from rag.config import RerankConfig
 
 
 class RerankError(RuntimeError):
@@ -20,19 +20,19 @@ class RerankError(RuntimeError):
 
 
 class Reranker:
-    def __init__(self, settings: Settings) -> None:
-        self.url = settings.rerank_url
-        self.model = settings.rerank_model
-        self.top_n = settings.rerank_top_n
-        self._key = settings.rerank_api_key
-        self._timeout = settings.rerank_timeout_s
+    def __init__(self, config: RerankConfig) -> None:
+        self.url = config.url
+        self.model = config.model
+        self.top_n = config.top_n
+        self._key = config.api_key
+        self._timeout = config.timeout_s
 
     async def order(self, query: str, documents: list[str]) -> list[int]:
         """Indexes of `documents`, most relevant first (the reranker's top_n, then the rest
         in their original order)."""
         headers = {"Content-Type": "application/json"}
         if self._key is not None:
-            headers["Authorization"] = f"Bearer {self._key.get_secret_value()}"
+            headers["Authorization"] = f"Bearer {self._key}"
         body = {"model": self.model, "query": query, "documents": documents, "top_n": len(documents)}
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self._timeout)) as session:
@@ -58,5 +58,5 @@ def _order(reply: Any, n: int) -> list[int]:
     return order + [i for i in range(n) if i not in set(order)]
 
 
-def make_reranker(settings: Settings) -> Reranker | None:
-    return Reranker(settings) if settings.rerank_url else None
+def make_reranker(config: RerankConfig) -> Reranker | None:
+    return Reranker(config) if config.url else None

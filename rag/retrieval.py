@@ -20,14 +20,15 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Mapping, Sequence
 
 import numpy as np
+from opentelemetry import trace
 
-from docsbot.observability.tracing import span
-from docsbot.settings import Settings
+from rag.config import RetrievalConfig
 from rag.rerank import Reranker, RerankError
 from rag.store import Hit, Index
 from rag.terms import coverage, question_terms
 
 DENSE, TEXT = "dense", "bm25"  # the lists' names
+_TRACER = trace.get_tracer(__name__)
 HYBRID = "hybrid"
 Mode = str  # HYBRID (every list, fused), or the name of the one list searched alone
 Found = dict[str, list[Hit]]  # list name -> its hits, best first, in the order of SIGNALS
@@ -40,7 +41,7 @@ class Signal:
 
     name: str
     search: Callable[[Index, np.ndarray, str, int, int], Awaitable[list[Hit]]]  # vector, text, max_rank, limit
-    weight: Callable[[list[Hit], str, Settings, bool], float]  # hits, query text, settings, alone
+    weight: Callable[[list[Hit], str, RetrievalConfig, bool], float]  # hits, query text, config, alone
 
 
 @dataclass(frozen=True)
@@ -93,11 +94,11 @@ def _coverage(query_text: str, hit_text: str) -> float:
     return coverage(question_terms(query_text), hit_text)
 
 
-def _text_weight(hits: list[Hit], query_text: str, settings: Settings, alone: bool) -> float:
+def _text_weight(hits: list[Hit], query_text: str, config: RetrievalConfig, alone: bool) -> float:
     """The configured weight scaled by the top hit's term coverage raised to
     `fusion_coverage_power` (0 = a fixed weight)."""
-    power = 0.0 if alone else settings.fusion_coverage_power
-    return settings.bm25_weight * (text_coverage(hits, query_text) ** power if power else 1.0)
+    power = 0.0 if alone else config.fusion_coverage_power
+    return config.bm25_weight * (text_coverage(hits, query_text) ** power if power else 1.0)
 
 
 def _dense_search(index: Index, vector: np.ndarray, text: str, max_rank: int, limit: int) -> Awaitable[list[Hit]]:
@@ -108,8 +109,8 @@ def _text_search(index: Index, vector: np.ndarray, text: str, max_rank: int, lim
     return index.text(text, max_rank, limit)
 
 
-def _dense_weight(hits: list[Hit], query_text: str, settings: Settings, alone: bool) -> float:
-    return settings.dense_weight
+def _dense_weight(hits: list[Hit], query_text: str, config: RetrievalConfig, alone: bool) -> float:
+    return config.dense_weight
 
 
 SIGNALS = (Signal(DENSE, _dense_search, _dense_weight), Signal(TEXT, _text_search, _text_weight))
@@ -119,17 +120,21 @@ def _signals(mode: Mode) -> list[Signal]:
     return [s for s in SIGNALS if mode in (HYBRID, s.name)]
 
 
-def list_weights(found: Mapping[str, list[Hit]], query_text: str, settings: Settings, mode: Mode) -> dict[str, float]:
+def list_weights(
+    found: Mapping[str, list[Hit]], query_text: str, config: RetrievalConfig, mode: Mode
+) -> dict[str, float]:
     """Each found list's fusion weight in this mode: 0 for a list the mode leaves out."""
     weights = {name: 0.0 for name in found}
     for signal in _signals(mode):
         if signal.name in found:
-            weights[signal.name] = signal.weight(found[signal.name], query_text, settings, mode != HYBRID)
+            weights[signal.name] = signal.weight(found[signal.name], query_text, config, mode != HYBRID)
     return weights
 
 
-def ranked_lists(found: Mapping[str, list[Hit]], query_text: str, settings: Settings, mode: Mode) -> list[RankedList]:
-    weights = list_weights(found, query_text, settings, mode)
+def ranked_lists(
+    found: Mapping[str, list[Hit]], query_text: str, config: RetrievalConfig, mode: Mode
+) -> list[RankedList]:
+    weights = list_weights(found, query_text, config, mode)
     return [RankedList(name, hits, weights[name]) for name, hits in found.items()]
 
 
@@ -191,16 +196,16 @@ def mmr(candidates: list[Candidate], k: int, lam: float, per_doc: int = 0) -> li
     return [candidates[i] for i in chosen]
 
 
-def rank(found: Mapping[str, list[Hit]], query: np.ndarray, query_text: str, settings: Settings,
+def rank(found: Mapping[str, list[Hit]], query: np.ndarray, query_text: str, config: RetrievalConfig,
          mode: Mode = HYBRID) -> Retrieval:
     """Everything after the searches (pure: the eval sweep replays it over cached hits)."""
-    lists = ranked_lists(found, query_text, settings, mode)
-    return select(fuse(lists, query, settings.rrf_k, settings.doc_fusion), lists, settings)
+    lists = ranked_lists(found, query_text, config, mode)
+    return select(fuse(lists, query, config.rrf_k, config.doc_fusion), lists, config)
 
 
-def select(fused: list[Candidate], lists: list[RankedList], settings: Settings) -> Retrieval:
-    passed = [c for c in fused if c.similarity >= settings.min_similarity]
-    selected = mmr(passed, settings.top_k, settings.mmr_lambda, settings.max_chunks_per_doc)
+def select(fused: list[Candidate], lists: list[RankedList], config: RetrievalConfig) -> Retrieval:
+    passed = [c for c in fused if c.similarity >= config.min_similarity]
+    selected = mmr(passed, config.top_k, config.mmr_lambda, config.max_chunks_per_doc)
     return Retrieval(len(fused), passed, selected, lists)
 
 
@@ -235,7 +240,7 @@ async def retrieve(
     query_vector: np.ndarray,
     query_text: str,
     max_rank: int,
-    settings: Settings,
+    config: RetrievalConfig,
     mode: Mode = HYBRID,
     reranker: Reranker | None = None,
 ) -> Retrieval:
@@ -245,7 +250,7 @@ async def retrieve(
     A sync that replaces a document between the search and the row read removes chunks that were
     selected: the search runs once more (it then sees the new version), and chunks still gone are
     left out rather than failing the question."""
-    args = (store, query_vector, query_text, max_rank, settings, mode, reranker)
+    args = (store, query_vector, query_text, max_rank, config, mode, reranker)
     result = await _retrieve_once(*args)
     selected = await fill_rows(store, result.selected)
     if len(selected) < len(result.selected):
@@ -255,21 +260,21 @@ async def retrieve(
     return result
 
 
-async def _retrieve_once(store: Index, query_vector: np.ndarray, query_text: str, max_rank: int, settings: Settings,
-                         mode: Mode, reranker: Reranker | None) -> Retrieval:
-    found = await search_lists(store, query_vector, query_text, max_rank, settings.candidates, mode)
-    lists = ranked_lists(found, query_text, settings, mode)
-    fused = fuse(lists, query_vector, settings.rrf_k, settings.doc_fusion)
+async def _retrieve_once(store: Index, query_vector: np.ndarray, query_text: str, max_rank: int,
+                         config: RetrievalConfig, mode: Mode, reranker: Reranker | None) -> Retrieval:
+    found = await search_lists(store, query_vector, query_text, max_rank, config.candidates, mode)
+    lists = ranked_lists(found, query_text, config, mode)
+    fused = fuse(lists, query_vector, config.rrf_k, config.doc_fusion)
     status, rerank_ms = "", 0.0
     if reranker is not None and fused:
         started = time.perf_counter()
         try:
-            with span("rerank"):
+            with _TRACER.start_as_current_span("rerank"):
                 fused, status = await rerank(store, reranker, query_text, fused), "reranked"
         except RerankError as exc:
             status = f"fallback: {exc}"
         rerank_ms = round((time.perf_counter() - started) * 1000, 2)
-    result = select(fused, lists, settings)
+    result = select(fused, lists, config)
     result.rerank, result.rerank_ms = status, rerank_ms
     return result
 

@@ -4,7 +4,7 @@ valid" → "expire", "who approves" → "sign-off"). English only: other languag
 through unstemmed and match only themselves.
 
 Shared by the full-text list weighting (rag/retrieval.py), the answerability features
-(rag/answerability.py) and the extractive answerer (rag/generation.py).
+(rag/answerability.py) and the extractive answerer (rag/extractive.py).
 """
 from __future__ import annotations
 

@@ -31,9 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from rag.answer import Answer
-from rag.levels import Level
-from rag.prompt import PROMPT_VERSION
+from rag import PROMPT_VERSION, Answer, Level
 from state.db import StateDB
 from state.schema import Base
 

@@ -33,8 +33,7 @@ from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, Pro
 from sqlalchemy.exc import TimeoutError as PoolTimeout  # not the builtin TimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
-from docsbot.errors import UserError
-from docsbot.settings import Settings
+from state.errors import StateConfigError
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # SQLite's busy handler polls with growing sleeps rather than queueing, so a process can miss
@@ -72,22 +71,6 @@ class StateUnavailable(RuntimeError):
     """The state database cannot be reached; callers decide (dedupe fails open, votes ask to retry)."""
 
 
-def database_url(settings: Settings) -> str:
-    """DOCSBOT_DATABASE_URL, else a SQLite file beside a local index, else in the work dir."""
-    if settings.database_url is not None:
-        return settings.database_url.get_secret_value()
-    if "://" not in settings.data_dir:
-        folder = Path(settings.data_dir)
-    elif settings.work_dir:
-        folder = Path(settings.work_dir)
-    else:
-        raise UserError(
-            "DOCSBOT_DATA_DIR is a URI, so the state database cannot live beside the index: "
-            "set DOCSBOT_DATABASE_URL (postgresql://…) or DOCSBOT_WORK_DIR (for a local SQLite file)"
-        )
-    return f"sqlite:///{(folder / 'state.db').resolve()}"
-
-
 def redacted(url: str) -> str:
     """The URL with its password hidden, for messages."""
     return make_url(url).render_as_string(hide_password=True)
@@ -102,16 +85,20 @@ def _driver_url(url: str, *, is_async: bool) -> URL:
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         return parsed.set(drivername="sqlite+aiosqlite" if is_async else "sqlite+pysqlite")
-    raise UserError(f"unsupported DOCSBOT_DATABASE_URL scheme {parsed.drivername!r} (use postgresql:// or sqlite:///)")
+    raise StateConfigError(f"unsupported DOCSBOT_DATABASE_URL scheme {parsed.drivername!r} (use postgresql:// or sqlite:///)")
 
 
 class _HangingUpConnection(psycopg.AsyncConnection[Any]):
     """A psycopg connection that hangs up on a server that leaves one round trip unanswered for
     POSTGRES_ANSWER_TIMEOUT_S: the call waiting then fails at once with an OperationalError, and
     the broken connection is a disconnect to SQLAlchemy, which drops it from the pool. (Cancelling
-    the call instead makes psycopg ask the server to cancel and wait for that: 10 s more.)"""
+    the call instead makes psycopg ask the server to cancel and wait for that: 10 s more.) A wait
+    its caller bounds (`notifies(timeout=…)`: a healthy server may send nothing for long) keeps
+    that bound."""
 
     async def wait(self, gen: PQGen[RV], *args: Any, **kwargs: Any) -> RV:
+        if kwargs.get("timeout") is not None:
+            return await super().wait(gen, *args, **kwargs)
         loop = asyncio.get_running_loop()
         hang_up = loop.call_later(POSTGRES_ANSWER_TIMEOUT_S, _shut_down, self.pgconn.socket)
         try:
@@ -143,6 +130,14 @@ def _postgres_connect(url: URL) -> Callable[[], Awaitable[psycopg.AsyncConnectio
         return await _HangingUpConnection.connect(conninfo, connect_timeout=POSTGRES_CONNECT_TIMEOUT_S, options=options)
 
     return connect
+
+
+async def own_connection(db: StateDB) -> psycopg.AsyncConnection[Any]:
+    """A Postgres connection outside the pool, in autocommit (the sync worker's LISTEN), with the
+    pool's bounds: a silent server is hung up on instead of holding its caller forever."""
+    connection = await _postgres_connect(db.engine.url)()
+    await connection.set_autocommit(True)
+    return connection
 
 
 def _engine_options(url: URL, *, is_async: bool) -> dict[str, Any]:
@@ -275,15 +270,7 @@ class StateDB:
         await self.engine.dispose()
 
 
-async def open_state(settings_or_url: Settings | str) -> StateDB:
-    """Connect, and migrate the schema to the latest revision first (once per process). Opened
-    from settings, the old LanceDB answer log beside the index is imported the first time."""
-    url = settings_or_url if isinstance(settings_or_url, str) else database_url(settings_or_url)
-    await asyncio.to_thread(migrate, url)
+def connect(url: str) -> StateDB:
+    """A StateDB on `url`, whose schema is already migrated (state.opening.open_state does both)."""
     engine = _async_engine(url)
-    db = StateDB(engine, async_sessionmaker(engine, expire_on_commit=False), redacted(url))
-    if isinstance(settings_or_url, Settings):
-        from state.legacy import import_lancedb_answer_log  # it builds on this module
-
-        await import_lancedb_answer_log(db, settings_or_url.data_dir)
-    return db
+    return StateDB(engine, async_sessionmaker(engine, expire_on_commit=False), redacted(url))

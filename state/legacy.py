@@ -20,7 +20,7 @@ from sqlalchemy import BigInteger, Integer, String, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from rag.store import read_tables
+from rag import read_tables
 from state.answers import AnswerRow, FeedbackRow
 from state.db import StateDB
 from state.schema import Base

@@ -16,7 +16,7 @@ import psycopg
 from sqlalchemy import Boolean, Float, Integer, String, Text, delete, func, select, text, update
 from sqlalchemy.orm import Mapped, mapped_column
 
-from state.db import StateDB
+from state.db import StateDB, own_connection
 from state.schema import Base
 
 CHANNEL = "docsbot_sync_requests"
@@ -66,7 +66,8 @@ class SyncRequests:
         async with self.db.begin() as session:
             ids = list(await session.scalars(select(SyncRequest.id).where(SyncRequest.finished_at.is_(None))))
             if ids:
-                await session.execute(update(SyncRequest).where(SyncRequest.id.in_(ids)).values(claimed_at=self._clock()))
+                await session.execute(
+                    update(SyncRequest).where(SyncRequest.id.in_(ids)).values(claimed_at=self._clock()))
         return ids
 
     async def finish(self, ids: list[int], ok: bool, summary: str) -> None:
@@ -89,11 +90,11 @@ class SyncRequests:
 
     async def _listen(self, timeout_s: float) -> None:
         """Wait for one NOTIFY on a connection kept for it (notifications that came while we were
-        busy wait in its socket). A lost connection is reopened on the next call."""
+        busy wait in its socket). A lost connection is reopened on the next call; one the server
+        leaves unanswered (LISTEN included) is hung up on within seconds, as the pool's are."""
         try:
             if self._listener is None or self._listener.closed:
-                url = self.db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-                self._listener = await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=3)
+                self._listener = await own_connection(self.db)
                 await self._listener.execute(f"LISTEN {CHANNEL}")
             if await self.pending():  # recorded before we listened, or not claimed yet
                 return

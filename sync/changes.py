@@ -2,7 +2,8 @@
 
 Paths are relative to the docs subfolder and kept only when in scope (include/exclude globs, no
 hidden folder). A rename whose old or new side is out of scope becomes an add or a delete. A
-changed hidden file the globs select is reported as skipped (as a full reconcile reports it).
+changed hidden file the globs select is reported as skipped (as a full reconcile reports it), and
+so is a file whose name is not UTF-8 (never indexed, so never removed either).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag.documents import HIDDEN, in_scope, matches
+from rag import HIDDEN, NOT_UTF8_NAME, in_scope, matches, not_utf8, shown_path
 from sync.gitcmd import FileChange, diff_name_status, touched_paths
 
 
@@ -25,10 +26,16 @@ class Scope:
         rel = self._under(repo_path)
         return rel if rel is not None and self.covers(rel) else None
 
+    def undecodable(self, repo_path: str) -> str | None:
+        """The doc path, as shown in a report, of an in-scope file whose name is not UTF-8."""
+        rel = self.rel(repo_path)
+        return shown_path(rel) if rel is not None and not_utf8(rel) else None
+
     def hidden(self, repo_path: str) -> str | None:
         """The doc path of a hidden file (`.github/x.md`) the globs select: skipped, not indexed."""
         rel = self._under(repo_path)
-        return rel if rel is not None and not self.covers(rel) and matches(rel, self.include, self.exclude) else None
+        hidden = rel is not None and not self.covers(rel) and matches(rel, self.include, self.exclude)
+        return shown_path(rel) if hidden else None
 
     def _under(self, repo_path: str) -> str | None:
         prefix = self.subdir.strip("/") + "/" if self.subdir.strip("/") else ""
@@ -50,10 +57,12 @@ class ChangeSet:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason) of hidden files changed
 
     def classify(self, change: FileChange, scope: Scope) -> None:
-        old, new = scope.rel(change.old), scope.rel(change.new)
+        old, new = (None if scope.undecodable(path) else scope.rel(path) for path in (change.old, change.new))
         hidden = scope.hidden(change.new) if change.status != "D" else None
         if hidden:
             self.skipped.append((hidden, HIDDEN))
+        if change.status != "D" and (undecodable := scope.undecodable(change.new)):
+            self.skipped.append((undecodable, NOT_UTF8_NAME))
         if change.status == "R" and old and new:
             self.removed.append(old)
             self._upsert(new, "renamed")
@@ -88,6 +97,6 @@ def changes_between(repo: Path, old: str, new: str, scope: Scope) -> ChangeSet:
     listed = set(changes.upsert) | set(changes.removed)
     root = repo / scope.subdir.strip("/")
     for rel in sorted(touched_paths(repo, old, new, scope.subdir) - listed):
-        if scope.covers(rel) and os.path.isfile(root / rel):  # False, not OSError, for a name too long
+        if scope.covers(rel) and not not_utf8(rel) and os.path.isfile(root / rel):  # False for a name too long
             changes.upsert.append(rel)
     return changes

@@ -1,10 +1,8 @@
 """Errors of a sync that a person can act on; `docsbot` prints them as one line."""
 from __future__ import annotations
 
-from docsbot.errors import UserError
 
-
-class SyncError(UserError):
+class SyncError(RuntimeError):
     """A sync could not run or complete; the message is safe to log (credentials masked)."""
 
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from docsbot.errors import UserError
-from rag.engine import Engine
-from rag.indexer import IndexStats, Provenance
-from rag.rebuild import rebuild_index
+from rag import Engine, IndexStats, Provenance, rebuild_index
+from sync.config import LeaseConfig
+from sync.errors import SyncError
 from sync.gitcmd import GitError, git, last_commits, toplevel
-from sync.lock import checked_writes, writer_lease
+from sync.lease import checked_writes, writer_lease
 from sync.progress import recording
 
 log = logging.getLogger(__name__)
@@ -26,7 +25,20 @@ def folder_provenance(root: Path) -> dict[str, Provenance]:
     except GitError as exc:
         log.warning("no commit information for %s: %s", root, exc)
         return {}
-    return {path: Provenance(commit, date) for path, (commit, date) in commits.items()}
+    edited = edited_paths(top, "" if subdir == "." else subdir)
+    return {path: Provenance(commit + "+dirty" if path in edited else commit, date)
+            for path, (commit, date) in commits.items()}
+
+
+def edited_paths(top: Path, subdir: str) -> set[str]:
+    """Files under `subdir` (relative to it) whose work-tree text differs from HEAD's: their
+    last commit is not what is indexed, so it is cited with "+dirty" and without a link."""
+    prefix = subdir.strip("/") + "/" if subdir.strip("/") else ""
+    try:
+        changed = git(top, "diff", "--no-renames", "--name-only", "-z", "HEAD", "--", prefix or ".")
+    except GitError:  # no commit yet: nothing has a last commit either
+        return set()
+    return {path[len(prefix):] for path in changed.split("\0") if path.startswith(prefix)}
 
 
 def head_commit(root: Path) -> tuple[str | None, str | None]:
@@ -43,13 +55,13 @@ def head_commit(root: Path) -> tuple[str | None, str | None]:
     return (commit + "+dirty" if dirty else commit), date
 
 
-def index_folder(engine: Engine, root: Path, rebuild: bool = False) -> IndexStats:
+def index_folder(engine: Engine, lease: LeaseConfig, root: Path, rebuild: bool = False) -> IndexStats:
     """A full index of `root` under the index-writer lease (SyncBusy when a live sync worker
     holds it), in place or (`rebuild`) built anew and swapped in
     (rag.rebuild), recording the commit it was read at like a sync does."""
     if not root.is_dir():
-        raise UserError(f"docs folder {root} does not exist")
-    with writer_lease(engine.settings) as lease, recording(lease), checked_writes(engine.store, lease):
+        raise SyncError(f"docs folder {root} does not exist")
+    with writer_lease(lease) as held, recording(held), checked_writes(engine.store, held):
         provenance = folder_provenance(root)
         stats = rebuild_index(engine, root, provenance) if rebuild else engine.index_folder(root, provenance)
         commit, date = head_commit(root)
@@ -57,11 +69,11 @@ def index_folder(engine: Engine, root: Path, rebuild: bool = False) -> IndexStat
     return stats
 
 
-def ensure_index(engine: Engine, root: Path | None) -> IndexStats | None:
+def ensure_index(engine: Engine, lease: LeaseConfig, root: Path | None) -> IndexStats | None:
     """Index `root` when the index is missing or was built from another folder."""
     if root is None:
         return None
     indexed = engine.store.meta().get("docs_root")
     if engine.store.exists() and indexed == str(root.resolve()):
         return None
-    return index_folder(engine, root)
+    return index_folder(engine, lease, root)

@@ -52,7 +52,8 @@ def git(cwd: Path, *args: str, timeout: float = 300, env: Mapping[str, str] | No
             ["git", "-c", "core.quotePath=false", *args],
             cwd=cwd,
             capture_output=True,
-            text=True,
+            encoding="utf-8",
+            errors="surrogateescape",  # a file name that is not UTF-8 keeps its bytes (see git_records)
             timeout=timeout,
             env={**os.environ, **_ENV, **(env or {})},
         )
@@ -61,7 +62,8 @@ def git(cwd: Path, *args: str, timeout: float = 300, env: Mapping[str, str] | No
     except FileNotFoundError:
         raise GitError("the git command is not installed") from None
     if done.returncode != 0:
-        message = (done.stderr or done.stdout).strip().splitlines()
+        output = (done.stderr or done.stdout).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        message = output.strip().splitlines()
         raise GitError(redact(f"git {args[0]} failed: {message[-1] if message else done.returncode}"))
     return done.stdout
 
@@ -76,7 +78,9 @@ def toplevel(path: Path) -> Path | None:
 
 def git_records(cwd: Path, *args: str) -> Iterator[str]:
     """NUL-terminated records of a git command run with `-z`, as they come; closing the iterator
-    early stops git. Any byte but NUL can be in a file name, a newline included."""
+    early stops git. Any byte but NUL can be in a file name, a newline included, and a name need
+    not be UTF-8: its other bytes are decoded as surrogate escapes, as Python's os functions do,
+    so the name still opens the file and the sync skips it with a reason (rag.documents.not_utf8)."""
     with tempfile.TemporaryFile() as errors:
         try:
             proc = subprocess.Popen(
@@ -91,7 +95,7 @@ def git_records(cwd: Path, *args: str) -> Iterator[str]:
             while chunk := proc.stdout.read1(1 << 16):
                 *records, pending = (pending + chunk).split(b"\0")
                 for record in records:
-                    yield record.decode()
+                    yield record.decode("utf-8", "surrogateescape")
             finished = True
         finally:
             if proc.poll() is None:

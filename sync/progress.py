@@ -10,10 +10,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from rag.progress import recording_to
+from rag import recording_to
 from state.db import StateUnavailable
 from state.sync_status import SyncProgress
-from sync.lock import WriterLease
+from sync.lease import WriterLease
 
 log = logging.getLogger("docsbot.sync")
 

@@ -12,15 +12,14 @@ long for the file system is not in the work tree (see `sync.workcopy`); a reconc
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docsbot.settings import Settings
-from rag.documents import DocumentError, Document, in_scope, load_folder, read_document, too_long
-from rag.embeddings import Embedder
-from rag.engine import access_rules
-from rag.indexer import IndexStats, Provenance, apply_documents
-from rag.store import Store
+from rag import (
+    Document, DocumentError, Embedder, IndexStats, Provenance, RagConfig, Store, apply_documents, in_scope, load_folder,
+    read_document, shown_path, too_long,
+)
 from sync.gitcmd import GitError, git_records
 from sync.report import FileCounts
 
@@ -33,49 +32,49 @@ class Applied(FileCounts):
 
 
 def read_documents(
-    root: Path, paths: list[str], settings: Settings
+    root: Path, paths: list[str], config: RagConfig
 ) -> tuple[list[Document], list[tuple[str, str]]]:
     docs, skipped = [], []
-    rules = access_rules(settings)
+    rules = config.docs.access_rules()
     for rel in paths:
         try:
-            docs.append(read_document(root, rel, rules, settings.max_file_bytes))
+            docs.append(read_document(root, rel, rules, config.docs.max_file_bytes))
         except DocumentError as exc:
             skipped.append((rel, str(exc)))
     return docs, skipped
 
 
 def write(
-    store: Store, embedder: Embedder, settings: Settings, docs: list[Document],
+    store: Store, embedder: Embedder, config: RagConfig, docs: list[Document],
     provenance: dict[str, Provenance], removed: list[str], full: bool = False,
 ) -> IndexStats:
     """One atomic write, or none when there is nothing to change."""
     if not (docs or removed or full):
         return IndexStats()
-    return apply_documents(store, embedder, settings, docs, provenance, removed=removed, full=full)
+    return apply_documents(store, embedder, config, docs, provenance, removed=removed, full=full)
 
 
 def apply_paths(
-    store: Store, embedder: Embedder, settings: Settings, root: Path,
+    store: Store, embedder: Embedder, config: RagConfig, root: Path,
     upsert: list[str], removed: list[str], provenance: dict[str, Provenance],
 ) -> tuple[IndexStats, list[tuple[str, str]]]:
     """Re-index `upsert` from the files under root and drop `removed`; skipped files are dropped
     too. Returns the write's stats and the skipped (path, reason)."""
-    docs, skipped = read_documents(root, upsert, settings)
+    docs, skipped = read_documents(root, upsert, config)
     gone = sorted(set(removed) | {path for path, _ in skipped})
-    return write(store, embedder, settings, docs, provenance, gone), skipped
+    return write(store, embedder, config, docs, provenance, gone), skipped
 
 
 def reconcile(
-    store: Store, embedder: Embedder, settings: Settings, root: Path,
+    store: Store, embedder: Embedder, config: RagConfig, root: Path,
     provenance: dict[str, Provenance], rebuild: bool,
 ) -> Applied:
     """Bring the index to exactly the readable files under root. Files whose content hash and
     last commit match the index are left alone; `rebuild` rewrites every row (settings that shape
     rows changed) — still without embedding text the cache has."""
-    s = settings
-    docs, skipped = load_folder(root, s.include, s.exclude, access_rules(s), s.max_file_bytes)
-    skipped += too_long_for_checkout(root, s.include, s.exclude)
+    d = config.docs
+    docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes)
+    skipped += too_long_for_checkout(root, d.include, d.exclude)
     indexed = store.doc_columns("doc_hash", "commit", "commit_date")
     result = Applied(skipped=skipped)
     changed = []
@@ -94,15 +93,16 @@ def reconcile(
     present = {doc.path for doc in docs}
     gone = sorted(path for path in indexed if path not in present)
     result.deleted = len(set(gone) - {path for path, _ in skipped})  # a skipped file counts as skipped only
-    result.stats = write(store, embedder, s, changed, provenance, gone, full=rebuild)
+    result.stats = write(store, embedder, config, changed, provenance, gone, full=rebuild)
     return result
 
 
-def too_long_for_checkout(root: Path, include: list[str], exclude: list[str]) -> list[tuple[str, str]]:
+def too_long_for_checkout(root: Path, include: Sequence[str], exclude: Sequence[str]) -> list[tuple[str, str]]:
     """(path, reason) of the files in scope that git tracks under root with a path too long for the
     file system: no checkout can write them, so a scan of the folder does not see them."""
     try:
         tracked = list(git_records(root, "ls-files", "-z"))
     except GitError:  # not in a git work tree
         return []
-    return [(rel, reason) for rel in tracked if in_scope(rel, include, exclude) and (reason := too_long(root / rel))]
+    return [(shown_path(rel), reason) for rel in tracked
+            if in_scope(rel, include, exclude) and (reason := too_long(root / rel))]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag.documents import shorten
+from rag import shorten
 
 
 @dataclass
@@ -65,4 +65,10 @@ def _one_line(text: str) -> str:
 
 
 def _short(commit: str | None) -> str:
-    return commit[:7] if commit else "(none)"
+    return short_commit(commit) if commit else "(none)"
+
+
+def short_commit(commit: str, digits: int = 7) -> str:
+    """The abbreviated commit, keeping a "+dirty" mark (read from a work tree with local edits)."""
+    sha, plus, mark = commit.partition("+")
+    return sha[:digits] + plus + mark

@@ -14,27 +14,27 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from docsbot.settings import Settings
+from sync.config import SyncConfig
 
 
-def schedule_trigger(settings: Settings) -> BaseTrigger:
-    jitter = settings.sync_jitter_s or None
-    if settings.sync_cron.strip():
-        fields = settings.sync_cron.split()
+def schedule_trigger(config: SyncConfig) -> BaseTrigger:
+    jitter = config.jitter_s or None
+    if config.cron.strip():
+        fields = config.cron.split()
         if len(fields) != 5:
             raise ValueError(f"DOCSBOT_SYNC_CRON needs 5 fields (minute hour day month weekday), got {len(fields)}")
         minute, hour, day, month, weekday = fields
         return CronTrigger(minute=minute, hour=hour, day=day, month=month, day_of_week=weekday, jitter=jitter)
-    if settings.sync_interval_minutes <= 0:
+    if config.interval_minutes <= 0:
         raise ValueError("DOCSBOT_SYNC_INTERVAL_MINUTES must be positive")
-    return IntervalTrigger(minutes=settings.sync_interval_minutes, jitter=jitter)
+    return IntervalTrigger(minutes=config.interval_minutes, jitter=jitter)
 
 
-def start_scheduler(settings: Settings, fire: Callable[[], Awaitable[None]]) -> AsyncIOScheduler:
+def start_scheduler(config: SyncConfig, fire: Callable[[], Awaitable[None]]) -> AsyncIOScheduler:
     """Start the periodic job on the running event loop; it fires at once, then on schedule."""
     scheduler = AsyncIOScheduler(timezone=timezone.utc)
     scheduler.add_job(
-        fire, schedule_trigger(settings), id="docs-sync", max_instances=1, coalesce=True,
+        fire, schedule_trigger(config), id="docs-sync", max_instances=1, coalesce=True,
         next_run_time=datetime.now(timezone.utc), misfire_grace_time=None,
     )
     scheduler.start()

@@ -19,63 +19,62 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from docsbot.observability import metrics
-from docsbot.observability.tracing import span
-from rag.documents import DocumentError, inside
-from docsbot.settings import Settings
-from rag.embeddings import Embedder, make_embedder
-from rag.indexer import Provenance, chunking_signature
-from rag.store import Store
+from opentelemetry import trace
+
+from rag import DocumentError, Embedder, Provenance, Store, chunking_signature, inside, make_embedder, not_utf8
 from state.db import StateUnavailable
 from state.sync_status import SyncStatus
+from sync import events
 from sync.changes import Scope, changes_between
+from sync.config import SyncConfig
 from sync.errors import SyncError
-from sync.folder import folder_provenance
+from sync.folder import folder_provenance, head_commit
 from sync.gitcmd import git, has_commit, is_ancestor, last_commits, redact, toplevel
-from sync.lock import WriterLease, checked_writes, writer_lease
+from sync.lease import WriterLease, checked_writes, writer_lease
 from sync.progress import recording
 from sync.reindex import Applied, apply_paths, reconcile
 from sync.report import FileCounts, SyncReport
 from sync.workcopy import WorkCopy, is_local_uri, repo_url
 
 log = logging.getLogger("docsbot.sync")
+_TRACER = trace.get_tracer(__name__)
 
 
-def run_sync(settings: Settings, embedder: Embedder | None = None, lease: WriterLease | None = None) -> SyncReport:
+def run_sync(config: SyncConfig, embedder: Embedder | None = None, lease: WriterLease | None = None) -> SyncReport:
     """Run one sync now (synchronous; the worker calls it in a thread) under the index-writer
     lease: `lease` when the caller holds it, else taken for this sync (SyncBusy when another
     process has it). The outcome is recorded in the state store; a failure is re-raised."""
     if lease is None:
-        with writer_lease(settings) as held:
-            return run_sync(settings, embedder, held)
-    store = Store(settings.data_dir)
+        with writer_lease(config.lease) as held:
+            return run_sync(config, embedder, held)
+    store = Store(config.data_dir)
     started = time.perf_counter()
     try:
-        with recording(lease), span("sync"), checked_writes(store, lease):
-            folder = local_folder(settings)
+        with recording(lease), _TRACER.start_as_current_span("sync"), checked_writes(store, lease):
+            folder = local_folder(config)
             if folder is None:
-                report = _sync_git(settings, store, embedder, started, lease)
+                report = _sync_git(config, store, embedder, started, lease)
             else:
-                report = _sync_folder(settings, store, embedder, folder, started, lease)
+                report = _sync_folder(config, store, embedder, folder, started, lease)
     except Exception as exc:
         _record_failure(lease, exc)
-        metrics.observe_sync_failed(time.perf_counter() - started)
+        events.events().sync_failed(time.perf_counter() - started)
         raise
     _record(lease, ok=True, report=report.to_json())
     # The index gauges are read before, and published with, the run: a scrape that counts the
     # run never shows the index of before it (its chunk count took a while to read).
-    metrics.observe_sync_ok(report, store.meta(), store.chunk_count())
+    events.events().sync_ok(report, store.meta(), store.chunk_count())
     log.info("%s", report.render())
     return report
 
 
-def local_folder(settings: Settings) -> Path | None:
+def local_folder(config: SyncConfig) -> Path | None:
     """The folder to reconcile when the source is not a git repository (DOCSBOT_REPO unset, or
     a local path outside any git work tree); None for a git source."""
-    if settings.repo is None:
-        folder = Path(settings.docs_dir)
+    if config.repo is None:
+        folder = Path(config.docs_dir)
     else:
-        url = repo_url(settings)
+        url = repo_url(config)
         if not is_local_uri(url) or not Path(url).is_dir():
             return None
         top = toplevel(Path(url))
@@ -91,47 +90,57 @@ def local_folder(settings: Settings) -> Path | None:
     return folder
 
 
-def index_signature(settings: Settings, embedder: Embedder, source: str) -> dict[str, Any]:
+def watched_path(config: SyncConfig) -> Path | None:
+    """The local folder or local repository whose changes trigger a sync, if any."""
+    folder = local_folder(config)
+    if folder is not None:
+        return folder
+    url = config.repo or ""
+    return Path(url) if url and is_local_uri(url) and Path(url).is_dir() else None
+
+
+def index_signature(config: SyncConfig, embedder: Embedder, source: str) -> dict[str, Any]:
     """Everything besides the files that shapes the rows. When it differs from the one stored
     with the index, every row is rewritten (a reconcile; vectors still come from the cache)."""
+    docs, links = config.rag.docs, config.rag.links
     return {
         "source": source,
-        "scope": [settings.repo_subdir.strip("/"), settings.include, settings.exclude, settings.max_file_bytes],
-        "levels": [settings.default_level.name, {k: v.name for k, v in settings.path_levels.items()}],
-        "links": [settings.repo_web, settings.link_pattern],
-        "chunking": chunking_signature(settings),
+        "scope": [links.repo_subdir.strip("/"), list(docs.include), list(docs.exclude), docs.max_file_bytes],
+        "levels": [docs.default_level.name, {k: v.name for k, v in docs.path_levels.items()}],
+        "links": [links.repo_web, links.pattern],
+        "chunking": chunking_signature(config.rag.chunking),
         "embedding": [embedder.name, embedder.dim],
     }
 
 
 def _sync_git(
-    settings: Settings, store: Store, embedder: Embedder | None, started: float, lease: WriterLease
+    config: SyncConfig, store: Store, embedder: Embedder | None, started: float, lease: WriterLease
 ) -> SyncReport:
-    copy = WorkCopy.from_settings(settings)
+    copy = WorkCopy.from_config(config)
     head = copy.fetch()
     copy.checkout(head)
-    embedder = embedder or make_embedder(settings)  # loaded after the fetch, which may fail
-    subdir = settings.repo_subdir.strip("/")
+    embedder = embedder or make_embedder(config.rag)  # loaded after the fetch, which may fail
+    subdir = config.rag.links.repo_subdir.strip("/")
     root = _docs_root(copy.path, subdir)
     meta = store.meta()
     indexed = meta.get("commit")
-    signature = index_signature(settings, embedder, "git")
+    signature = index_signature(config, embedder, "git")
     rebuild = meta.get("sync_signature") != signature
-    reason = _reconcile_reason(copy.path, git_root(settings), meta, indexed, head, rebuild)
+    reason = _reconcile_reason(copy.path, git_root(config), meta, indexed, head, rebuild)
     report = SyncReport(commit_before=indexed, commit_after=head)
     lease.check()
-    _checkpoint(settings, "before-write")
+    _checkpoint(config, "before-write")
     if reason:
         provenance = _provenance(last_commits(copy.path, subdir, head))
-        _fill(report, "reconcile", reconcile(store, embedder, settings, root, provenance, rebuild), reason)
+        _fill(report, "reconcile", reconcile(store, embedder, config.rag, root, provenance, rebuild), reason)
     elif indexed != head:
-        scope = Scope(subdir, settings.include, settings.exclude)
+        scope = Scope(subdir, config.rag.docs.include, config.rag.docs.exclude)
         changes = changes_between(copy.path, indexed, head, scope)
         provenance = _provenance(last_commits(copy.path, subdir, head, only=set(changes.upsert)))
-        stats, skipped = apply_paths(store, embedder, settings, root, changes.upsert, changes.removed, provenance)
+        stats, skipped = apply_paths(store, embedder, config.rag, root, changes.upsert, changes.removed, provenance)
         changes.uncount(skipped)
         skipped = changes.skipped + skipped
-        in_scope = [p for p in _files_at(copy.path, head, subdir) if scope.covers(p)]
+        in_scope = [p for p in _files_at(copy.path, head, subdir) if scope.covers(p) and not not_utf8(p)]
         applied = Applied(
             added=changes.added, modified=changes.modified, deleted=changes.deleted, renamed=changes.renamed,
             unchanged=len(in_scope) - len(set(changes.upsert)), skipped=skipped, stats=stats,
@@ -139,8 +148,8 @@ def _sync_git(
         _fill(report, "incremental", applied)
     else:
         report.unchanged = store.counts()["documents"]
-    _checkpoint(settings, "after-write")
-    _record_success(store, report, signature, git_root(settings), started, commit=head,
+    _checkpoint(config, "after-write")
+    _record_success(store, report, signature, git_root(config), started, commit=head,
                     commit_date=copy.commit_date(head))
     return report
 
@@ -155,29 +164,30 @@ def _docs_root(repo: Path, subdir: str) -> Path:
 
 
 def _sync_folder(
-    settings: Settings, store: Store, embedder: Embedder | None, folder: Path, started: float, lease: WriterLease
+    config: SyncConfig, store: Store, embedder: Embedder | None, folder: Path, started: float, lease: WriterLease
 ) -> SyncReport:
     root = folder.resolve()
-    embedder = embedder or make_embedder(settings)
+    embedder = embedder or make_embedder(config.rag)
     meta = store.meta()
-    signature = index_signature(settings, embedder, f"folder:{root}")
+    signature = index_signature(config, embedder, f"folder:{root}")
     rebuild = meta.get("sync_signature") != signature
     report = SyncReport()
     lease.check()
-    _checkpoint(settings, "before-write")
-    applied = reconcile(store, embedder, settings, root, folder_provenance(root), rebuild)
+    _checkpoint(config, "before-write")
+    applied = reconcile(store, embedder, config.rag, root, folder_provenance(root), rebuild)
     _fill(report, "reconcile", applied, "local folder")
-    _checkpoint(settings, "after-write")
-    _record_success(store, report, signature, str(root), started, commit=None, commit_date=None)
+    _checkpoint(config, "after-write")
+    commit, commit_date = head_commit(root)  # as `docsbot index` records it (a folder outside git: none)
+    _record_success(store, report, signature, str(root), started, commit=commit, commit_date=commit_date)
     return report
 
 
-def git_root(settings: Settings) -> str:
+def git_root(config: SyncConfig) -> str:
     """What a git sync records as the index's docs root: the docs folder within the repository,
     not the working copy's path, which differs between the worker's and the standby's hosts.
     Anything else there (a folder path written by `docsbot index`) means the rows may not match
     the indexed commit, so the next sync reconciles."""
-    return "git:" + settings.repo_subdir.strip("/")
+    return "git:" + config.rag.links.repo_subdir.strip("/")
 
 
 def _reconcile_reason(
@@ -214,10 +224,10 @@ def _fill(report: SyncReport, mode: str, applied: Applied, reason: str = "") -> 
     report.chunks_embedded, report.chunks_reused = applied.stats.chunks_embedded, applied.stats.chunks_reused
 
 
-def _checkpoint(settings: Settings, point: str) -> None:
+def _checkpoint(config: SyncConfig, point: str) -> None:
     """Fault injection (DOCSBOT_SYNC_KILL_AT): die here like a process killed by the OOM killer
     or a deploy, with no cleanup at all."""
-    if settings.sync_kill_at == point:
+    if config.kill_at == point:
         log.warning("DOCSBOT_SYNC_KILL_AT=%s: killing this sync process", point)
         os.kill(os.getpid(), signal.SIGKILL)
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from docsbot.settings import Settings
-from rag.store import Store, StoreError
-from state.db import StateDB, StateUnavailable, open_state
+from rag import Store, StoreError
+from state.db import StateDB, StateUnavailable
+from state.opening import open_state
 from state.leases import Leases
 from state.sync_requests import SyncRequests
 from state.sync_status import SyncProgress, SyncStatus, iso
-from sync.lock import INDEX_WRITER
+from sync.config import SyncConfig
+from sync.lease import INDEX_WRITER
+from sync.report import short_commit
 
 
 async def recorded_status(db: StateDB) -> dict[str, Any]:
@@ -59,12 +61,12 @@ async def current_status(store: Store, db: StateDB) -> dict[str, Any]:
     return await asyncio.to_thread(read_status, store, await recorded_status(db))
 
 
-def load_status(settings: Settings) -> dict[str, Any]:
+def load_status(config: SyncConfig) -> dict[str, Any]:
     """The whole status, from synchronous code (`docsbot status`)."""
     async def load() -> dict[str, Any]:
-        store = Store(settings.data_dir)
+        store = Store(config.data_dir)
         try:
-            db = await open_state(settings)
+            db = await open_state(config.state)
         except StateUnavailable as exc:  # the index's part can still be shown
             return await asyncio.to_thread(read_status, store, unavailable(str(exc)))
         try:
@@ -118,6 +120,4 @@ def _mirror_line(mirror: dict[str, Any]) -> str:
 
 
 def _short(commit: str) -> str:
-    """12 hex digits, keeping a "+dirty" mark (`docsbot index` of a modified work tree)."""
-    sha, plus, mark = commit.partition("+")
-    return sha[:12] + plus + mark
+    return short_commit(commit, 12)

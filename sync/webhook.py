@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
-from docsbot.settings import Settings
+from sync.config import SyncConfig
 from state.db import StateUnavailable
 
 log = logging.getLogger("docsbot.sync")
@@ -45,25 +45,25 @@ def pushed_ref(body: bytes) -> str | None:
 
 
 def webhook_route(
-    settings: Settings, trigger: Callable[[], Awaitable[None]], path: str = HOOK_PATH
+    config: SyncConfig, trigger: Callable[[], Awaitable[None]], path: str = HOOK_PATH
 ) -> web.RouteDef:
     """The aiohttp route; `trigger` records a sync request (and returns once it is recorded)."""
 
     async def handle(request: web.Request) -> web.Response:
-        if settings.webhook_secret is None:
+        if config.webhook_secret is None:
             return web.json_response(
                 {"error": "webhook disabled: set DOCSBOT_WEBHOOK_SECRET to the secret configured in the git host"},
                 status=503,
             )
         body = await request.read()
-        if not signature_ok(settings.webhook_secret.get_secret_value().encode(), body, request.headers):
+        if not signature_ok(config.webhook_secret.encode(), body, request.headers):
             log.warning("webhook from %s refused: bad or missing signature", request.remote)
             return web.json_response({"error": "bad or missing signature"}, status=401)
         if request.headers.get("X-GitHub-Event") == "ping":
             return web.json_response({"ok": "pong"})
         ref = pushed_ref(body)
-        if settings.branch and ref and ref != f"refs/heads/{settings.branch}":
-            return web.json_response({"ignored": f"push to {ref}, not {settings.branch}"}, status=202)
+        if config.branch and ref and ref != f"refs/heads/{config.branch}":
+            return web.json_response({"ignored": f"push to {ref}, not {config.branch}"}, status=202)
         try:
             await trigger()
         except StateUnavailable as exc:

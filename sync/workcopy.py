@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from docsbot.settings import Settings
-from rag.documents import too_long
+from rag import too_long
+from sync.config import SyncConfig
 from sync.errors import SyncError
 from sync.gitcmd import GitError, git, git_records, redact, without_credentials
 
@@ -35,20 +35,20 @@ def is_local_uri(uri: str) -> bool:
     return "://" not in uri and not _SCP_LIKE.match(uri)
 
 
-def work_dir(settings: Settings) -> Path:
+def work_dir(config: SyncConfig) -> Path:
     """Where the working copy and the lock file live."""
-    if settings.work_dir:
-        return Path(settings.work_dir)
-    if not is_local_uri(settings.data_dir):
+    if config.work_dir:
+        return Path(config.work_dir)
+    if not is_local_uri(config.data_dir):
         raise SyncError("DOCSBOT_DATA_DIR is not a local folder: set DOCSBOT_WORK_DIR for the git working copy")
-    return Path(settings.data_dir) / "sync"
+    return Path(config.data_dir) / "sync"
 
 
-def repo_url(settings: Settings) -> str:
+def repo_url(config: SyncConfig) -> str:
     """The configured repository, with a local path made absolute (git runs in the work dir)."""
-    if settings.repo is None:
+    if config.repo is None:
         raise SyncError("no docs repository configured: set DOCSBOT_REPO or pass --repo")
-    url = settings.repo.get_secret_value().strip()
+    url = config.repo.strip()
     return str(Path(url).expanduser().resolve()) if is_local_uri(url) else url
 
 
@@ -62,10 +62,10 @@ class WorkCopy:
     backoff_s: float = 2.0
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "WorkCopy":
+    def from_config(cls, config: SyncConfig) -> "WorkCopy":
         return cls(
-            work_dir(settings) / "repo", repo_url(settings), settings.branch, settings.git_timeout_s,
-            settings.sync_fetch_retries, settings.sync_retry_backoff_s,
+            work_dir(config) / "repo", repo_url(config), config.branch, config.git_timeout_s,
+            config.fetch_retries, config.retry_backoff_s,
         )
 
     def fetch(self) -> str:
@@ -94,7 +94,7 @@ class WorkCopy:
         the files whose path is too long for the file system."""
         sparse = self.path / ".git" / "info" / "sparse-checkout"
         sparse.parent.mkdir(exist_ok=True)
-        sparse.write_text(_sparse_patterns(self._unplaceable(commit)), encoding="utf-8")
+        sparse.write_text(_sparse_patterns(self._unplaceable(commit)), encoding="utf-8", errors="surrogateescape")
         git(self.path, "config", "core.sparseCheckout", "true")
         git(self.path, "checkout", "--quiet", "--force", "--detach", commit, timeout=self.timeout)
         git(self.path, "clean", "--quiet", "-ffdx", timeout=self.timeout)

@@ -16,13 +16,12 @@ from functools import partial
 from collections.abc import Awaitable
 from pathlib import Path
 
-from docsbot.settings import Settings
-from rag.embeddings import Embedder, make_embedder
-from rag.store import WriteRefused
+from rag import Embedder, WriteRefused, make_embedder
 from state.db import StateDB, StateUnavailable
 from state.sync_requests import SyncRequests
+from sync.config import SyncConfig
 from sync.errors import SyncError
-from sync.lock import WriterLease
+from sync.lease import WriterLease
 from sync.report import SyncReport
 from sync.scheduler import start_scheduler
 from sync.service import run_sync
@@ -37,14 +36,14 @@ MAX_WAIT_S = 30.0
 
 class SyncWorker:
     def __init__(
-        self, settings: Settings, db: StateDB, embedder: Embedder | None = None,
+        self, config: SyncConfig, db: StateDB, embedder: Embedder | None = None,
         watch: Path | None = None, holder: str | None = None,
     ) -> None:
-        self.settings = settings
+        self.config = config
         self.embedder = embedder
         self.watch = watch
-        self.lease = WriterLease(db, settings, holder)
-        self.requests = SyncRequests(db, settings.sync_request_poll_s)
+        self.lease = WriterLease(db, config.lease, holder)
+        self.requests = SyncRequests(db, config.request_poll_s)
         self.last: SyncReport | None = None
         self.runs = 0  # syncs started by this worker
 
@@ -62,21 +61,21 @@ class SyncWorker:
 
     async def _work(self, stop: asyncio.Event) -> None:
         if self.embedder is None:
-            self.embedder = await asyncio.to_thread(make_embedder, self.settings)
-        scheduler = start_scheduler(self.settings, partial(self._request, "schedule"))
+            self.embedder = await asyncio.to_thread(make_embedder, self.config.rag)
+        scheduler = start_scheduler(self.config, partial(self._request, "schedule"))
         stop_watching = asyncio.Event()
         watcher = None
         if self.watch is not None:
             log.info("watching %s", self.watch)
             watcher = asyncio.create_task(watch_folder(
-                self.watch, partial(self._request, "watch"), self.settings.watch_debounce_ms, stop_watching))
+                self.watch, partial(self._request, "watch"), self.config.watch_debounce_ms, stop_watching))
         try:
             while self.lease.held and not stop.is_set():
                 try:
                     ids = await self.requests.claim_pending()
                 except StateUnavailable as exc:
                     log.warning("cannot read sync requests: %s", exc)
-                    await _until(asyncio.sleep(self.settings.sync_request_poll_s), stop)
+                    await _until(asyncio.sleep(self.config.request_poll_s), stop)
                     continue
                 if ids:
                     await self._sync(ids)
@@ -97,7 +96,7 @@ class SyncWorker:
     async def _sync(self, ids: list[int]) -> None:
         self.runs += 1
         try:
-            self.last = await asyncio.to_thread(run_sync, self.settings, self.embedder, self.lease)
+            self.last = await asyncio.to_thread(run_sync, self.config, self.embedder, self.lease)
             ok, summary = True, self.last.render()
         except (SyncError, WriteRefused) as exc:  # misconfigured, or the lease was lost: recorded, retried next time
             log.warning("sync not run: %s", exc)

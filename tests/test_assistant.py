@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot import demo
+from bot.local import demo
 from bot.blocks import FEEDBACK_NATIVE
 from bot.deliveries import buttons, feedback_choices
 from bot.feedback import FEEDBACK_FORM
 from bot.listeners.assistant import GREETING, SEARCHING
-from bot.local import LocalSlack, local_slack
-from bot.standin import visible_text
+from bot.local.harness import LocalSlack, local_slack
+from bot.local.standin import visible_text
 from bot.suggestions import most_asked, one_per_area
+from docsbot.settings import Settings
 from rag.engine import Engine
 from rag.levels import Level
-from tests.test_bot import BREAK_GLASS, VPN, answers, local, mention  # noqa: F401 (fixture)
-from tests.test_home import open_home
+from tests.support.slack import BREAK_GLASS, VPN, answers, mention, open_home
 
 
 def thread_started(local: LocalSlack, user: str, dm: str, thread_ts: str, viewing: str) -> dict[str, Any]:
@@ -102,8 +102,10 @@ async def test_the_panel_never_answers_above_the_askers_own_level(local: LocalSl
     assert "Break-Glass" not in visible_text(answer) and "above your access level" in visible_text(answer)
 
 
-async def test_a_question_asked_in_public_channels_by_several_people_becomes_a_prompt(sample_engine: Engine) -> None:
-    async with local_slack(sample_engine.settings, sample_engine) as local:
+async def test_a_question_asked_in_public_channels_by_several_people_becomes_a_prompt(
+    sample_engine: Engine, settings: Settings
+) -> None:
+    async with local_slack(settings, sample_engine) as local:
         for user in (demo.BOB, demo.EVE):
             await mention(local, user, demo.GENERAL, VPN)
         await local.settle()
@@ -116,12 +118,12 @@ async def test_a_question_asked_in_public_channels_by_several_people_becomes_a_p
 
 
 async def test_questions_asked_in_dms_the_panel_or_private_channels_are_never_shown_to_anyone(
-    sample_engine: Engine,
+    sample_engine: Engine, settings: Settings,
 ) -> None:
     """Asked by everyone, many times, and still never suggested: a DM, the panel and a private
     channel are as private as the docs (issue 19: a DM about sick leave shown to a guest)."""
     private = "How do I set up the VPN? I am on sick leave and my manager Bob must not know"
-    async with local_slack(sample_engine.settings, sample_engine) as local:
+    async with local_slack(settings, sample_engine) as local:
         for user in (demo.ALICE, demo.BOB, demo.DAN, demo.EVE):
             dm = local.standin.dm_channel(user)
             ts = local.standin.post_as_user(dm, user, private)

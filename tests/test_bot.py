@@ -9,58 +9,31 @@ import logging
 import re
 import shutil
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
+from slack_bolt.request.async_request import AsyncBoltRequest
 
-from bot import demo
+from bot.local import demo
 from bot.blocks import ANSWER_IN_DM, FEEDBACK_DOWN, FEEDBACK_UP, THINKING
 from bot.deliveries import buttons
 from bot.cli import sync_side
 from bot.docs_sync import webhook_routes
-from bot.local import LocalSlack, local_slack
-from bot.standin import Failure, visible_text
+from bot.local.harness import LocalSlack, local_slack
+from bot.local.standin import Failure, visible_text
+from docsbot.settings import Settings
+from docsbot.wiring import rag_config
 from rag.engine import Engine
-from rag.generation import make_generator
-from state.db import open_state
+from state.opening import open_state
 from state.sync_requests import SyncRequests
-from tests.conftest import SAMPLE_DOCS
+from tests.support.settings import SAMPLE_DOCS
+from tests.support.slack import BREAK_GLASS, VPN, answers, mention, model_settings, with_model
+from tests.support.waiting import until
 from tests.standins.openai_server import Failure as OpenAIFailure
 from tests.standins.openai_server import OpenAIStandIn
-
-VPN = "how do I set up the VPN?"
-BREAK_GLASS = "who approves break-glass access to the production database?"
-
-
-def with_model(engine: Engine, standin: OpenAIStandIn, **overrides: Any) -> Engine:
-    """The sample engine answering through the OpenAI stand-in (OpenAIChat over real HTTP)."""
-    settings = engine.settings.model_copy(update={"openai_base_url": standin.base_url, "llm_max_retries": 0,
-                                                  "llm_attempt_timeout_s": 10.0, **overrides})
-    return dataclasses.replace(engine, settings=settings, generator=make_generator(settings))
-
-
-@pytest.fixture
-async def local(sample_engine: Engine) -> AsyncIterator[LocalSlack]:
-    async with local_slack(sample_engine.settings, sample_engine) as running:
-        yield running
-
-
-async def mention(local: LocalSlack, user: str, channel: str, text: str, thread_ts: str | None = None,
-                  event_id: str | None = None) -> tuple[str, float]:
-    """A person posts `@docsbot text`; returns the message ts and the ack latency."""
-    ts = local.standin.post_as_user(channel, user, f"<@{local.standin.workspace.bot_user_id}> {text}", thread_ts)
-    delivered = await local.slack.event(local.slack.mention(user, channel, text, ts, thread_ts), event_id)
-    assert delivered.status == 200, delivered.body
-    return ts, delivered.seconds
-
-
-def answers(local: LocalSlack, channel: str) -> list[dict[str, Any]]:
-    """The bot's messages in a channel as they read now (placeholders replaced)."""
-    return [m for m in local.standin.messages[channel] if m.get("bot_id") and m["text"] != THINKING]
 
 
 def updates(local: LocalSlack) -> list[dict[str, Any]]:
@@ -98,10 +71,10 @@ async def test_feedback_button_thanks_privately(local: LocalSlack) -> None:
 
 
 async def test_follow_up_in_a_thread_uses_the_earlier_messages(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: "Roll back with the documented procedure [1]."
-    async with local_slack(sample_engine.settings, with_model(sample_engine, openai_standin)) as local:
+    async with local_slack(settings, with_model(sample_engine, model_settings(settings, openai_standin))) as local:
         root, _ = await mention(local, demo.BOB, demo.ENG, "how do I roll back a bad deploy?")
         await local.settle()
         await mention(local, demo.BOB, demo.ENG, "and who has to approve it?", thread_ts=root)
@@ -116,11 +89,11 @@ async def test_follow_up_in_a_thread_uses_the_earlier_messages(
 
 
 async def test_slash_command_posts_the_question_and_answers_in_its_thread(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: "Set it up from the VPN portal [1]."
     openai_standin.delay_s = 3.5  # slower than Slack's 3-second deadline
-    async with local_slack(sample_engine.settings, with_model(sample_engine, openai_standin)) as local:
+    async with local_slack(settings, with_model(sample_engine, model_settings(settings, openai_standin))) as local:
         delivered = await local.slack.command(demo.BOB, demo.GENERAL, VPN)
         assert delivered.status == 200 and delivered.seconds < 3.0
         await local.settle()
@@ -142,25 +115,29 @@ async def test_slash_command_help_and_status(local: LocalSlack) -> None:
 
 
 async def test_docs_sync_is_for_admins_and_requests_a_sync_that_the_worker_runs(
-    sample_engine: Engine, tmp_path: Path
+    sample_engine: Engine, settings: Settings, tmp_path: Path
 ) -> None:
     docs = tmp_path / "docs"
     shutil.copytree(SAMPLE_DOCS, docs)
-    settings = sample_engine.settings.model_copy(update={"docs_dir": str(docs), "sync_interval_minutes": 60})
-    engine = dataclasses.replace(sample_engine, settings=settings)
+    settings = settings.model_copy(update={"docs_dir": str(docs), "sync_interval_minutes": 60})
+    engine = dataclasses.replace(sample_engine, config=rag_config(settings))
     async with sync_side(settings, engine, with_worker=True) as side, \
             local_slack(settings, engine, run_sync=side.command, state=side.db) as local:
         await local.slack.command(demo.BOB, demo.GENERAL, "sync")
         await local.settle()
         assert "Only the admins" in local.standin.responses[-1]["text"]
-        await until(lambda: side.requests.pending(), 0)  # the worker's first (scheduled) sync is done
+
+        async def nothing_pending() -> bool:
+            return await side.requests.pending() == 0
+
+        await until(nothing_pending)  # the worker's first (scheduled) sync is done
         (docs / "parking.md").write_text("# Parking\n\nVisitors park on level -2.\n")
         started, requested_at = time.monotonic(), time.time()
         await local.slack.command(demo.ALICE, demo.GENERAL, "sync")
         await local.settle()
         assert "Sync requested" in visible_text(local.standin.responses[-1])
         assert time.monotonic() - started < 2  # answered at once, not after the sync
-        await until(lambda: side.requests.pending(), 0)
+        await until(nothing_pending)
         await local.slack.command(demo.ALICE, demo.GENERAL, "status")
         await local.settle()
         status = visible_text(local.standin.responses[-1])
@@ -168,13 +145,6 @@ async def test_docs_sync_is_for_admins_and_requests_a_sync_that_the_worker_runs(
         # A sync ended after the request (the folder watcher may have added the file just before it).
         last_sync = re.search(r"last sync: ok at (\S+)", status)
         assert last_sync and datetime.fromisoformat(last_sync.group(1)).timestamp() >= requested_at - 1
-
-
-async def until(read: Callable[[], Awaitable[object]], expected: object, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while await read() != expected:
-        assert time.monotonic() < deadline, f"still {await read()!r}"
-        await asyncio.sleep(0.1)
 
 
 async def test_slash_command_without_a_question_opens_a_form_that_asks(local: LocalSlack) -> None:
@@ -242,13 +212,13 @@ async def test_restricted_answer_goes_to_a_dm_never_to_the_public_channel(local:
     assert "Break-Glass" not in " ".join(visible_text(m) for m in answers(local, demo.GENERAL))
 
 
-async def test_dm_offer_still_works_after_a_restart(sample_engine: Engine) -> None:
-    async with local_slack(sample_engine.settings, sample_engine) as local:
+async def test_dm_offer_still_works_after_a_restart(sample_engine: Engine, settings: Settings) -> None:
+    async with local_slack(settings, sample_engine) as local:
         await mention(local, demo.ALICE, demo.GENERAL, BREAK_GLASS)
         await local.settle()
         [offer] = local.standin.calls_to("chat.postEphemeral", ok_only=True)
     [button] = buttons(offer)
-    async with local_slack(sample_engine.settings, sample_engine) as local:  # a new process, same data dir
+    async with local_slack(settings, sample_engine) as local:  # a new process, same data dir
         await local.slack.click(demo.ALICE, demo.GENERAL, button, offer)
         await local.settle()
         [in_dm] = answers(local, local.standin.dm_channel(demo.ALICE))
@@ -265,11 +235,11 @@ async def test_slack_connect_channel_is_public(local: LocalSlack) -> None:
 
 
 async def test_a_retried_event_is_answered_once_even_while_the_first_is_running(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: "Use the VPN portal [1]."
     openai_standin.delay_s = 3.5
-    async with local_slack(sample_engine.settings, with_model(sample_engine, openai_standin)) as local:
+    async with local_slack(settings, with_model(sample_engine, model_settings(settings, openai_standin))) as local:
         ts, first_ack = await mention(local, demo.BOB, demo.GENERAL, VPN, event_id="Ev_ONCE")
         assert first_ack < 3.0  # acknowledged although the model takes 3.5 s
         await asyncio.sleep(0.3)
@@ -284,9 +254,11 @@ async def test_a_retried_event_is_answered_once_even_while_the_first_is_running(
         assert len([r for r in openai_standin.requests if r[0].endswith("chat/completions")]) == 1
 
 
-async def test_ai_service_down_says_when_to_try_again(sample_engine: Engine, openai_standin: OpenAIStandIn) -> None:
+async def test_ai_service_down_says_when_to_try_again(
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
+) -> None:
     openai_standin.failures = [OpenAIFailure(503, {"retry-after": "30"})]
-    async with local_slack(sample_engine.settings, with_model(sample_engine, openai_standin)) as local:
+    async with local_slack(settings, with_model(sample_engine, model_settings(settings, openai_standin))) as local:
         await mention(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
         [update] = updates(local)
@@ -294,9 +266,9 @@ async def test_ai_service_down_says_when_to_try_again(sample_engine: Engine, ope
         assert [b["action_id"] for b in buttons(update)] == [FEEDBACK_UP, FEEDBACK_DOWN]
 
 
-async def test_per_user_rate_limit_answers_with_a_friendly_note(sample_engine: Engine) -> None:
-    settings = sample_engine.settings.model_copy(update={"bot_user_questions_per_minute": 2})
-    async with local_slack(settings, dataclasses.replace(sample_engine, settings=settings)) as local:
+async def test_per_user_rate_limit_answers_with_a_friendly_note(sample_engine: Engine, settings: Settings) -> None:
+    settings = settings.model_copy(update={"bot_user_questions_per_minute": 2})
+    async with local_slack(settings, dataclasses.replace(sample_engine, config=rag_config(settings))) as local:
         for _ in range(3):
             await mention(local, demo.BOB, demo.GENERAL, VPN)
         await mention(local, demo.EVE, demo.GENERAL, VPN)  # another person is not limited
@@ -335,11 +307,11 @@ async def test_slash_command_where_the_bot_is_not_invited_answers_privately(loca
 
 
 async def test_model_output_cannot_ping_or_link_and_long_answers_fit_slack(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     hostile = "<!channel> <@U_ALICE> see <https://evil.example|the docs> & more [1]. "
     openai_standin.reply = lambda messages: hostile + ("All of this is in the VPN guide [1]. " * 600)
-    async with local_slack(sample_engine.settings, with_model(sample_engine, openai_standin)) as local:
+    async with local_slack(settings, with_model(sample_engine, model_settings(settings, openai_standin))) as local:
         await mention(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
         [update] = updates(local)  # the stand-in enforces Slack's limits: accepted means it fits
@@ -359,6 +331,16 @@ async def test_tokens_and_secrets_never_reach_the_log(local: LocalSlack, caplog:
     assert caplog.text and demo.TOKEN not in caplog.text and demo.SIGNING_SECRET not in caplog.text
 
 
+async def test_a_private_note_slack_refuses_is_logged_and_dropped(
+    local: LocalSlack, caplog: pytest.LogCaptureFixture
+) -> None:
+    local.standin.fail_next("chat.postEphemeral", Failure("user_not_in_channel"))
+    await mention(local, demo.BOB, demo.GENERAL, "")  # an empty mention gets a private hint
+    await local.settle()
+    assert f"could not send a private note in {demo.GENERAL}: user_not_in_channel" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
 async def test_signatures_timestamps_and_bodies_are_checked(local: LocalSlack) -> None:
     body = local.slack.event_body(local.slack.mention(demo.BOB, demo.GENERAL, VPN, "1.000001"))
     bad_signature = await local.slack.post(body, "application/json", secret="not-the-secret")
@@ -375,6 +357,15 @@ async def test_signatures_timestamps_and_bodies_are_checked(local: LocalSlack) -
     ts, _ = await mention(local, demo.BOB, demo.GENERAL, VPN)
     await local.settle()
     assert len(updates(local)) == 1
+
+
+async def test_the_signature_is_checked_once_before_bolt(local: LocalSlack) -> None:
+    """The web handler's check is the only one: Bolt's own dispatch takes an unsigned request."""
+    challenge = '{"type": "url_verification", "challenge": "c-once", "token": "x"}'
+    unsigned = AsyncBoltRequest(body=challenge, headers={"content-type": "application/json"})
+    response = await local.bot.app.async_dispatch(unsigned)
+    assert response.status == 200 and "c-once" in response.body
+    assert (await local.slack.post(challenge, "application/json", secret="nope")).status == 401
 
 
 async def test_url_verification_challenge_is_answered(local: LocalSlack) -> None:
@@ -406,8 +397,10 @@ async def test_a_dm_mention_delivered_as_two_events_is_answered_once(local: Loca
     assert "VPN Setup" in visible_text(update)
 
 
-async def test_the_git_webhook_is_served_by_the_bots_http_app(sample_engine: Engine, tmp_path: Path) -> None:
-    settings = sample_engine.settings.model_copy(update={"webhook_secret": SecretStr("hook-secret")})
+async def test_the_git_webhook_is_served_by_the_bots_http_app(
+    sample_engine: Engine, settings: Settings, tmp_path: Path
+) -> None:
+    settings = settings.model_copy(update={"webhook_secret": SecretStr("hook-secret")})
     db = await open_state(f"sqlite:///{tmp_path / 'state.db'}")
     routes = webhook_routes(settings, SyncRequests(db))
     async with local_slack(settings, sample_engine, routes=routes) as local:

@@ -10,19 +10,18 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot import demo
+from bot.local import demo
 from bot.access import AccessFile, AccessFileError, AccessPolicy, load_access, parse_access
 from bot.app import web_client
 from bot.deliveries import buttons
 from bot.directory import Directory
-from bot.local import LocalSlack, local_slack
-from bot.standin import Failure, SlackStandIn, visible_text
+from bot.local.harness import LocalSlack, local_slack
+from bot.local.standin import Failure, SlackStandIn, visible_text
 from docsbot.settings import Settings
+from docsbot.wiring import rag_config
 from rag.engine import Engine
 from rag.levels import Level
-from tests.conftest import SAMPLE_DOCS
-
-# -- the access file -------------------------------------------------------------------------------
+from tests.support.settings import SAMPLE_DOCS
 
 
 def test_example_access_file_parses() -> None:
@@ -180,9 +179,9 @@ def lowest_reader(standin: SlackStandIn, channel: str) -> Level:
 
 
 @pytest.fixture
-async def matrix_slack(sample_engine: Engine) -> AsyncIterator[LocalSlack]:
-    settings = sample_engine.settings.model_copy(update={"bot_user_questions_per_minute": 100})
-    engine = Engine(settings, sample_engine.store, sample_engine.embedder, sample_engine.generator)
+async def matrix_slack(sample_engine: Engine, settings: Settings) -> AsyncIterator[LocalSlack]:
+    settings = settings.model_copy(update={"bot_user_questions_per_minute": 100})
+    engine = Engine(rag_config(settings), sample_engine.store, sample_engine.embedder, sample_engine.generator)
     async with local_slack(settings, engine) as local:
         yield local
 

@@ -8,21 +8,22 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from bot import demo
+from bot.local import demo
 from bot.access import AccessFile, load_access
 from bot.app import web_client
 from bot.directory import Directory
-from bot.local import LocalSlack, local_slack
-from bot.standin import SlackStandIn, visible_text
+from bot.local.harness import LocalSlack, local_slack
+from bot.local.standin import SlackStandIn, visible_text
 from docsbot.settings import Settings
+from docsbot.wiring import lease_config, rag_config
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
 from rag.store import Store
 from sync.folder import index_folder
 from rag.embeddings import LocalMiniLM
-from tests.conftest import make_settings
-from tests.test_bot import answers, mention
+from tests.support.settings import make_settings
+from tests.support.slack import answers, mention
 
 ROTATION = "how does the on-call rotation and handover work?"
 
@@ -34,8 +35,10 @@ async def answered_level(local: LocalSlack, channel: str) -> str:
     return logged.level
 
 
-async def test_a_guest_joining_a_private_channel_lowers_the_next_answer_at_once(sample_engine: Engine) -> None:
-    async with local_slack(sample_engine.settings, sample_engine) as local:
+async def test_a_guest_joining_a_private_channel_lowers_the_next_answer_at_once(
+    sample_engine: Engine, settings: Settings
+) -> None:
+    async with local_slack(settings, sample_engine) as local:
         await mention(local, demo.DAN, demo.ENG, ROTATION)
         await local.settle()
         assert await answered_level(local, demo.ENG) == "team"
@@ -53,11 +56,11 @@ async def test_a_guest_joining_a_private_channel_lowers_the_next_answer_at_once(
 
 
 async def test_an_edited_access_file_applies_without_a_restart_and_a_broken_one_is_refused(
-    sample_engine: Engine, tmp_path: Path
+    sample_engine: Engine, settings: Settings, tmp_path: Path
 ) -> None:
     access = tmp_path / "access.toml"
     access.write_text('admins = ["U_ALICE"]\n[users]\nU_ALICE = "restricted"\n')
-    settings = sample_engine.settings.model_copy(update={"access_file": str(access)})
+    settings = settings.model_copy(update={"access_file": str(access)})
     async with local_slack(settings, sample_engine) as local:
         dm = local.standin.dm_channel(demo.EVE)
 
@@ -89,8 +92,8 @@ async def test_urls_channels_and_here_from_a_doc_are_posted_as_plain_text(
         "The status page lives at https://evil.example/status and every incident is announced "
         "in #general with @here so everyone sees the status page.\n")
     settings = make_settings(tmp_path / "index")
-    engine = Engine(settings, Store(str(tmp_path / "index")), embedder, ExtractiveAnswerer())
-    await asyncio.to_thread(index_folder, engine, docs)
+    engine = Engine(rag_config(settings), Store(str(tmp_path / "index")), embedder, ExtractiveAnswerer())
+    await asyncio.to_thread(index_folder, engine, lease_config(settings), docs)
     async with local_slack(settings, engine) as local:
         await mention(local, demo.BOB, demo.GENERAL, "where is the status page?")
         await local.settle()
@@ -104,9 +107,9 @@ async def test_urls_channels_and_here_from_a_doc_are_posted_as_plain_text(
         assert "<https://evil" not in posted and "<!here" not in posted and "<#" not in posted
 
 
-async def test_the_rate_limit_is_checked_before_any_member_lookup(sample_engine: Engine) -> None:
-    settings = sample_engine.settings.model_copy(update={"bot_user_questions_per_minute": 1})
-    async with local_slack(settings, dataclasses.replace(sample_engine, settings=settings)) as local:
+async def test_the_rate_limit_is_checked_before_any_member_lookup(sample_engine: Engine, settings: Settings) -> None:
+    settings = settings.model_copy(update={"bot_user_questions_per_minute": 1})
+    async with local_slack(settings, dataclasses.replace(sample_engine, config=rag_config(settings))) as local:
         await mention(local, demo.DAN, demo.GENERAL, ROTATION)
         await local.settle()
         await mention(local, demo.DAN, demo.ENG, ROTATION)  # over the limit, in a channel not looked up yet

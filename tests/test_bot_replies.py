@@ -2,12 +2,12 @@
 asker told why; a DM offer whose DM cannot be opened says so."""
 from __future__ import annotations
 
-from bot import demo
+from bot.local import demo
 from bot.answering import NO_DM
 from bot.deliveries import buttons
-from bot.local import LocalSlack
-from bot.standin import Failure
-from tests.test_bot import BREAK_GLASS, VPN, answers, local, mention  # noqa: F401 (fixture)
+from bot.local.harness import LocalSlack
+from bot.local.standin import Failure
+from tests.support.slack import BREAK_GLASS, VPN, answers, mention
 
 
 async def test_a_placeholder_that_cannot_be_updated_is_deleted_and_the_asker_told(local: LocalSlack) -> None:

@@ -42,7 +42,8 @@ def test_heading_paths_anchors_and_code_kept_whole():
     assert [c.section for c in chunks] == ["", "Helm rollback", "Helm rollback › Verify", "Helm rollback"]
     assert [c.anchor for c in chunks] == ["rollback-runbook", "helm-rollback", "verify", "helm-rollback-1"]
     code_chunk = chunks[1]
-    assert "```bash\n# a comment that looks like a heading\nhelm history tidepool-api\n\nhelm rollback tidepool-api 41\n```" in code_chunk.text
+    assert ("```bash\n# a comment that looks like a heading\nhelm history tidepool-api\n\n"
+            "helm rollback tidepool-api 41\n```") in code_chunk.text
     assert chunks[2].embed_text.startswith("Rollback Runbook › Helm rollback › Verify\n\n| check |")
     assert chunks[0].embed_text == "Rollback Runbook\n\nUse this when a deploy goes wrong."
     assert chunks[0].heading_path == "Rollback Runbook"
@@ -50,7 +51,8 @@ def test_heading_paths_anchors_and_code_kept_whole():
 
 def test_ids_are_stable_and_local_to_their_section():
     before = chunk_document(doc(), size=400, overlap=50)
-    edited = doc(DOC.replace("Use this when a deploy goes wrong.", "Use this when a deploy goes wrong.\n\n" + "More. " * 100))
+    edited = doc(DOC.replace("Use this when a deploy goes wrong.",
+                             "Use this when a deploy goes wrong.\n\n" + "More. " * 100))
     after = chunk_document(edited, size=400, overlap=50)
     assert [c.chunk_id for c in chunk_document(doc(), 400, 50)] == [c.chunk_id for c in before]
     assert len(after) > len(before)
@@ -62,7 +64,8 @@ def test_ids_are_stable_and_local_to_their_section():
 
 def test_long_prose_is_split_with_overlap_and_size_bound():
     sentences = " ".join(f"Sentence number {i} explains one more detail of the process." for i in range(60))
-    chunks = chunk_document(doc(f"---\ntitle: Long\naccess: public\n---\n## Part\n\n{sentences}\n"), size=300, overlap=60)
+    chunks = chunk_document(doc(f"---\ntitle: Long\naccess: public\n---\n## Part\n\n{sentences}\n"),
+                            size=300, overlap=60)
     assert len(chunks) > 5
     assert all(len(c.text) <= 300 + 60 + 2 for c in chunks)
     for first, second in zip(chunks, chunks[1:]):

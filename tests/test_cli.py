@@ -1,21 +1,12 @@
 """The `docsbot` command as a person runs it: one clear line for every failure, never a traceback."""
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.standins.openai_server import OpenAIStandIn
+from tests.support.cli import docsbot
 
-GOOD = "---\ntitle: Deploy Policy\nversion: '2.3'\naccess: team\n---\n## Deploy windows\n\nProduction deploys are allowed Monday to Thursday. No deploys on Fridays.\n"
-
-
-def docsbot(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DOCSBOT_", "OPENAI_", "SLACK_"))}
-    return subprocess.run(
-        [sys.executable, "-m", "docsbot.cli", *args], capture_output=True, text=True, timeout=120,
-        env={**clean, **(env or {})}, cwd=cwd,
-    )
+GOOD = ("---\ntitle: Deploy Policy\nversion: '2.3'\naccess: team\n---\n## Deploy windows\n\n"
+        "Production deploys are allowed Monday to Thursday. No deploys on Fridays.\n")
 
 
 def test_index_reports_counts_and_skipped_files_then_ask_answers_json(tmp_path: Path):
@@ -31,11 +22,13 @@ def test_index_reports_counts_and_skipped_files_then_ask_answers_json(tmp_path: 
     asked = docsbot("ask", "can I deploy on friday?", "--level", "team", "--json", env=env)
     result = json.loads(asked.stdout)
     assert set(result) >= {"answer", "answered", "abstain_reason", "citations", "diagnostics"}
-    assert result["answered"] and result["citations"][0]["doc_path"] == "deploy.md"
+    assert result["answered"] and result["citations"][0]["doc_path"] == "deploy.md" and asked.returncode == 0
     assert set(result["citations"][0]) >= {"n", "doc_path", "title", "section", "version", "commit", "url", "score"}
     assert set(result["diagnostics"]) >= {"candidates", "passed_threshold", "selected", "blocked", "timings_ms"}
-    public = json.loads(docsbot("ask", "can I deploy on friday?", "--json", env=env).stdout)
+    declined = docsbot("ask", "can I deploy on friday?", "--json", env=env)
+    public = json.loads(declined.stdout)
     assert public["abstain_reason"] in ("no_access", "no_match") and public["citations"] == []
+    assert declined.returncode == 1  # declined: scripts can tell
 
 
 def test_failures_are_one_line(tmp_path: Path):
@@ -49,7 +42,8 @@ def test_failures_are_one_line(tmp_path: Path):
     empty = docsbot("index", "--docs", str(tmp_path / "empty"), env=env)
     assert empty.returncode == 0 and "no documents were indexed" in empty.stdout
     bad_level = docsbot("index", "--docs", str(tmp_path / "empty"), env={**env, "DOCSBOT_DEFAULT_LEVEL": "secret"})
-    assert bad_level.returncode == 2 and "Traceback" not in bad_level.stderr and "DOCSBOT_DEFAULT_LEVEL" in bad_level.stderr
+    assert bad_level.returncode == 2 and "Traceback" not in bad_level.stderr
+    assert "DOCSBOT_DEFAULT_LEVEL" in bad_level.stderr
 
 
 def test_wrong_dimension_and_unreachable_llm(tmp_path: Path):
@@ -60,13 +54,14 @@ def test_wrong_dimension_and_unreachable_llm(tmp_path: Path):
     assert docsbot("index", "--docs", str(docs), env=env).returncode == 0
     down = docsbot("ask", "can I deploy on friday?", "--level", "team", "--json",
                    env={**env, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "DOCSBOT_LLM_MAX_RETRIES": "0"})
-    assert json.loads(down.stdout)["abstain_reason"] == "provider_error"
+    assert json.loads(down.stdout)["abstain_reason"] == "provider_error" and down.returncode == 3
     server = OpenAIStandIn(dim=16).start()
     try:
         other = {**env, "DOCSBOT_EMBEDDING_PROVIDER": "openai", "DOCSBOT_EMBEDDING_MODEL": "tiny",
                  "DOCSBOT_EMBEDDING_DIM": "16", "OPENAI_BASE_URL": server.base_url}
-        mismatch = json.loads(docsbot("ask", "friday?", "--json", env=other).stdout)
+        refused = docsbot("ask", "friday?", "--json", env=other)
     finally:
         server.stop()
-    assert mismatch["abstain_reason"] == "index_unavailable"
+    mismatch = json.loads(refused.stdout)
+    assert mismatch["abstain_reason"] == "index_unavailable" and refused.returncode == 2
     assert "all-MiniLM-L6-v2" in mismatch["detail"] and "docsbot index" in mismatch["detail"]

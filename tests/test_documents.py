@@ -14,8 +14,10 @@ def parse(text: str | bytes, path: str = "x.md", rules: AccessRules = RULES, lim
 
 
 def test_front_matter_fields_and_body():
-    doc = parse("---\ntitle: Deploy Policy\nversion: 2.3\naccess: team\narea: eng\nowner: platform\n---\n# Deploy Policy\nBody\n")
-    assert (doc.title, doc.version, doc.access, doc.area, doc.owner) == ("Deploy Policy", "2.3", Level.team, "eng", "platform")
+    doc = parse("---\ntitle: Deploy Policy\nversion: 2.3\naccess: team\narea: eng\nowner: platform\n---\n"
+                "# Deploy Policy\nBody\n")
+    assert (doc.title, doc.version, doc.access, doc.area, doc.owner) == (
+        "Deploy Policy", "2.3", Level.team, "eng", "platform")
     assert doc.body == "# Deploy Policy\nBody\n"
 
 

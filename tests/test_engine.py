@@ -5,13 +5,15 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from docsbot.settings import Settings
+from docsbot.wiring import rag_config
 from rag.engine import Engine
 from rag.followup import REWRITE_PROMPT
 from rag.generation import ExtractiveAnswerer, OpenAIChat
 from rag.levels import Level
 from rag.retrieval import fill_rows
 from rag.store import Store
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 
 async def test_covered_question_is_answered_with_versioned_citation(sample_engine: Engine):
@@ -40,9 +42,10 @@ async def test_restricted_doc_is_no_access_below_its_level(sample_engine: Engine
     assert high.answered and "runbooks/emergency-db-access.md" in {c.doc_path for c in high.citations}
 
 
-async def test_access_hint_can_be_turned_off(sample_engine: Engine):
-    sample_engine.settings = sample_engine.settings.model_copy(update={"access_hint": False})
-    answer = await sample_engine.ask("How do I get emergency break-glass access to the production database?", Level.team)
+async def test_access_hint_can_be_turned_off(sample_engine: Engine, settings: Settings):
+    sample_engine.config = rag_config(settings.model_copy(update={"access_hint": False}))
+    answer = await sample_engine.ask("How do I get emergency break-glass access to the production database?",
+                                     Level.team)
     assert answer.abstain_reason != "no_access"
     assert all(c.access != "restricted" for c in answer.citations)
 
@@ -61,7 +64,8 @@ async def test_access_filter_runs_inside_the_search_before_top_k(sample_engine: 
 
 
 async def test_injection_chunk_is_dropped_and_counted(sample_engine: Engine):
-    answer = await sample_engine.ask("Is there a note for assistants in the VPN setup guide about the admin password?", Level.public)
+    answer = await sample_engine.ask("Is there a note for assistants in the VPN setup guide about the admin password?",
+                                     Level.public)
     assert "hunter2" not in answer.answer
     assert answer.diagnostics.injections_dropped >= 1
 
@@ -75,7 +79,7 @@ async def test_follow_up_uses_thread_history(sample_engine: Engine):
 
 async def test_missing_index_is_an_abstention_not_a_crash(tmp_path, embedder):
     settings = make_settings(tmp_path / "nothing-here")
-    engine = Engine(settings, Store(settings.data_dir), embedder, ExtractiveAnswerer())
+    engine = Engine(rag_config(settings), Store(settings.data_dir), embedder, ExtractiveAnswerer())
     answer = await engine.ask("anything", Level.team)
     assert answer.abstain_reason == "index_unavailable" and "docsbot index" in answer.detail
 
@@ -89,8 +93,9 @@ async def test_standalone_question_in_a_thread_is_not_mixed_with_the_previous_on
 
 
 def llm_engine(sample_engine: Engine, openai_standin, **overrides) -> Engine:
-    settings = make_settings(sample_engine.settings.data_dir, openai_base_url=openai_standin.base_url, **overrides)
-    return Engine(settings, sample_engine.store, sample_engine.embedder, OpenAIChat(settings))
+    config = rag_config(make_settings(sample_engine.config.index.data_dir, openai_base_url=openai_standin.base_url,
+                                      **overrides))
+    return Engine(config, sample_engine.store, sample_engine.embedder, OpenAIChat(config.llm))
 
 
 async def test_follow_up_is_rewritten_by_the_llm_then_answered(sample_engine: Engine, openai_standin):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from docsbot.wiring import rag_config
 from eval import calibrate, metrics, runner, sweep
 from eval.golden import GoldenCase, GoldenError, Thresholds, default_golden_files, load_golden, parse_case
 from rag import answerability
@@ -18,9 +19,7 @@ from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
 from rag.store import Store
-from tests.conftest import make_settings
-
-# -- metrics -------------------------------------------------------------------------------------
+from tests.support.settings import make_settings
 
 
 def test_ranking_is_documents_in_first_appearance_order() -> None:
@@ -85,7 +84,8 @@ def test_default_golden_files_include_promoted_feedback(tmp_path: Path) -> None:
         ("{not json", "not valid JSON"),
         ('{"id": "a", "question": "q", "gold_doc_ids": [], "answerable": true}', "at least one gold doc"),
         ('{"id": "a", "question": "q", "gold_doc_ids": ["x.md"], "answerable": "yes"}', "'answerable'"),
-        ('{"id": "a", "question": "q", "gold_doc_ids": [], "answerable": false, "level": "boss"}', "unknown access level"),
+        ('{"id": "a", "question": "q", "gold_doc_ids": [], "answerable": false, "level": "boss"}',
+         "unknown access level"),
         ('{"id": "a", "question": "q", "gold_doc_ids": ["x.md"], "answerable": true, "expect_reason": "no_match"}',
          "only for unanswerable"),
         ('{"id": "a", "question": "q", "gold_doc_ids": [], "answerable": false, "history": [{"speaker": "bot"}]}',
@@ -160,11 +160,16 @@ def corpus(tmp_path: Path) -> Path:
 @pytest.fixture
 def engine(tmp_path: Path, embedder: LocalMiniLM) -> Engine:
     settings = make_settings(tmp_path / "index")
-    return Engine(settings, Store(settings.data_dir), embedder, ExtractiveAnswerer())
+    return Engine(rag_config(settings), Store(settings.data_dir), embedder, ExtractiveAnswerer())
+
+
+def run_main(argv: list[str], engine: Engine) -> int:
+    """`python -m eval run` on `engine` (built by the fixture from default settings)."""
+    return runner.main(argv, engine=engine, settings=make_settings(engine.config.index.data_dir))
 
 
 def run_eval(corpus: Path, engine: Engine, *extra: str) -> int:
-    return runner.main(["run", "--docs", str(corpus / "docs"), *extra], engine=engine)
+    return run_main(["run", "--docs", str(corpus / "docs"), *extra], engine)
 
 
 def test_run_indexes_scores_and_passes_thresholds(
@@ -173,7 +178,7 @@ def test_run_indexes_scores_and_passes_thresholds(
     assert run_eval(corpus, engine, "--golden", str(corpus / "golden.jsonl"), "--json") == 0
     report = json.loads(capsys.readouterr().out)
     assert engine.store.counts()["documents"] == 3
-    assert report["k"] == engine.settings.top_k
+    assert report["k"] == engine.config.retrieval.top_k
     assert (report["hit_rate"], report["mrr"], report["recall"], report["ndcg@10"]) == (1.0, 1.0, 1.0, 1.0)
     assert report["abstention_recall"] == 1.0 and report["abstention_precision"] == 1.0
     assert report["answered_rate"] == 1.0 and report["leaks"] == 0
@@ -243,7 +248,8 @@ def second_corpus(tmp_path: Path) -> Path:
     other = tmp_path / "other"
     (other / "docs").mkdir(parents=True)
     for name, (access, title, text) in DOCS.items():
-        (other / "docs" / f"x-{name}").write_text(f"---\ntitle: {title}\naccess: {access}\n---\n\n# {title}\n\n{text}\n")
+        (other / "docs" / f"x-{name}").write_text(
+            f"---\ntitle: {title}\naccess: {access}\n---\n\n# {title}\n\n{text}\n")
     cases = [c | {"gold_doc_ids": [f"x-{p}" for p in c["gold_doc_ids"]]} for c in CASES]
     (other / "golden.jsonl").write_text("\n".join(json.dumps(c) for c in cases) + "\n")
     return other
@@ -255,7 +261,7 @@ def test_run_reports_each_set_and_their_macro_average(
     other = second_corpus(tmp_path)
     argv = ["run", "--docs", str(corpus / "docs"), "--golden", str(corpus / "golden.jsonl"),
             "--docs", str(other / "docs"), "--golden", str(other / "golden.jsonl")]
-    assert runner.main([*argv, "--json", "--compare"], engine=engine) == 0
+    assert run_main([*argv, "--json", "--compare"], engine) == 0
     report = json.loads(capsys.readouterr().out)
     first, second = report["sets"].values()
     assert (first["hit_rate"], second["hit_rate"]) == (1.0, 1.0)
@@ -267,10 +273,10 @@ def test_run_reports_each_set_and_their_macro_average(
         {"name": "one", "docs": str(corpus / "docs"), "golden": [str(corpus / "golden.jsonl")]},
         {"name": "two", "docs": "other/docs", "golden": "other/golden.jsonl", "default_level": "public"},
     ]}))
-    assert runner.main(["run", "--suite", str(suite)], engine=engine) == 0
+    assert run_main(["run", "--suite", str(suite)], engine) == 0
     table = capsys.readouterr().out
     assert re.search(r"hit rate@4\s+1\.000\s+1\.000\s+1\.000", table) and "macro" in table
-    assert runner.main(["run", "--docs", str(corpus / "docs"), "--docs", str(other / "docs")], engine=engine) == 2
+    assert run_main(["run", "--docs", str(corpus / "docs"), "--docs", str(other / "docs")], engine) == 2
     assert "need as many --golden" in capsys.readouterr().err
 
 
@@ -279,7 +285,8 @@ def test_the_gate_is_fitted_on_the_sets_that_hold_both_labels() -> None:
     weigh the same; every set with both labels weighs the same."""
     weights = calibrate.fit_weights([[True, True, False], [True, False], [True, True]])
     assert weights[5:].tolist() == [0.0, 0.0]
-    assert weights[0] + weights[1] == pytest.approx(weights[2]) == pytest.approx(weights[3]) == pytest.approx(weights[4])
+    assert (weights[0] + weights[1] == pytest.approx(weights[2]) == pytest.approx(weights[3])
+            == pytest.approx(weights[4]))
     assert weights.sum() == pytest.approx(7) and not calibrate.fit_weights([[True], [True, True]]).any()
 
 

@@ -12,31 +12,25 @@ from typing import TypeVar
 
 import pytest
 
+from bot.candidates import find_candidates
+from docsbot.settings import Settings
 from eval import runner
 from eval.__main__ import main as eval_main
-from eval.candidates import find_candidates
 from eval.golden import load_golden
 from rag.engine import Engine
 from rag.levels import Level
 from rag.prompt import PROMPT_VERSION
 from state.answers import AnswerLog, AnswerLogError
-from state.db import open_state
-from tests.conftest import SAMPLE_DOCS
-from tests.together import run_together
+from state.opening import open_state
+from tests.support.clock import Clock
+from tests.support.settings import SAMPLE_DOCS
+from tests.support.together import run_together
 
 DEPLOY = "can I deploy on friday?"
 VACATION = "how many vacation days do I get?"
 BREAK_GLASS = "how do I get emergency write access to tp-prod-db during an incident?"
 BANANA = "what's the recipe for banana bread?"
 T = TypeVar("T")
-
-
-class Clock:
-    def __init__(self, now: float = 1_800_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def answer(engine: Engine, log: AnswerLog, question: str, level: Level = Level.team, ts: str = "1.0",
@@ -74,14 +68,16 @@ async def log(state_url: str) -> AsyncIterator[AnswerLog]:
 
 
 @pytest.fixture
-def data_env(sample_engine: Engine, state_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def data_env(sample_engine: Engine, settings: Settings, state_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """`python -m eval candidates|promote|reject` read DOCSBOT_DATA_DIR and DOCSBOT_DATABASE_URL
     like any deployment."""
-    monkeypatch.setenv("DOCSBOT_DATA_DIR", sample_engine.settings.data_dir)
+    monkeypatch.setenv("DOCSBOT_DATA_DIR", settings.data_dir)
     monkeypatch.setenv("DOCSBOT_DATABASE_URL", state_url)
 
 
-async def test_an_answer_is_logged_with_its_context_and_survives_a_reopen(sample_engine: Engine, state_url: str) -> None:
+async def test_an_answer_is_logged_with_its_context_and_survives_a_reopen(
+    sample_engine: Engine, state_url: str
+) -> None:
     history = [("user", "hi"), ("agent", "hello")]
     db = await open_state(state_url)
     answer_id = await answer(sample_engine, AnswerLog(db), DEPLOY, ts="1700000000.000200", history=history,
@@ -112,7 +108,8 @@ async def test_one_feedback_record_per_person_whatever_they_click(log: AnswerLog
         await log.add_feedback(answer_id, "U1", "down", "button")
     await log.add_feedback(answer_id, "U1", "down", "reaction")
     await log.add_feedback(answer_id, "U1", "down", "reaction")  # the reaction event delivered twice
-    await log.add_feedback(answer_id, "U1", "down", "button", reason="outdated", expected="see policies/release-process.md")
+    await log.add_feedback(answer_id, "U1", "down", "button", reason="outdated",
+                           expected="see policies/release-process.md")
     await log.add_feedback(answer_id, "U2", "down", "reaction")
     await log.add_feedback(answer_id, "U3", "up", "button")
     votes = {f.user: f for f in await log.feedback(answer_id)}
@@ -193,7 +190,7 @@ async def test_two_processes_voting_at_the_same_moment_keep_every_vote(
     answer_id = await answer(sample_engine, log, DEPLOY)
     script = (
         "import asyncio, sys\n"
-        "from state.db import open_state\n"
+        "from state.opening import open_state\n"
         "from state.answers import AnswerLog\n"
         "async def main(url, answer_id, source, start):\n"
         "    db = await open_state(url); log = AnswerLog(db)\n"
@@ -303,7 +300,8 @@ def test_cli_lists_promotes_and_rejects(
 
 
 def test_promoted_cases_replay_in_the_eval_and_fail_it_when_they_regress(
-    sample_engine: Engine, state_url: str, data_env: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sample_engine: Engine, settings: Settings, state_url: str, data_env: None, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     async def setup(log: AnswerLog) -> tuple[str, str]:
         good = await answer(sample_engine, log, VACATION, ts="1.0")
@@ -316,7 +314,7 @@ def test_promoted_cases_replay_in_the_eval_and_fail_it_when_they_regress(
     golden = tmp_path / "golden_feedback.jsonl"
     assert cli(capsys, "promote", good, "--expect", "handbook/time-off.md", "--golden", str(golden))[0] == 0
     run = ["run", "--golden", str(golden), "--docs", str(SAMPLE_DOCS)]
-    assert runner.main(run, sample_engine) == 0, capsys.readouterr().out
+    assert runner.main(run, sample_engine, settings) == 0, capsys.readouterr().out
     assert "docs changed since feedback" not in capsys.readouterr().out
 
     # the doc the answer used is retitled (every chunk's text changes): the case still passes,
@@ -326,13 +324,13 @@ def test_promoted_cases_replay_in_the_eval_and_fail_it_when_they_regress(
     shutil.copytree(SAMPLE_DOCS, docs)
     page = docs / "handbook" / "time-off.md"
     page.write_text(page.read_text().replace("title: Time Off and Leave", "title: Holidays and Leave", 1))
-    assert runner.main(["run", "--golden", str(golden), "--docs", str(docs)], sample_engine) == 0
+    assert runner.main(["run", "--golden", str(golden), "--docs", str(docs)], sample_engine, settings) == 0
     assert f"fb-{good[:8]}: docs changed since feedback: handbook/time-off.md (text changed)" in capsys.readouterr().out
     sample_engine.index_folder(SAMPLE_DOCS)
 
     # a case the engine cannot pass: the Kafka ADR is never retrieved for the deploy question
     assert cli(capsys, "promote", bad, "--expect", "adr/0002-event-bus-kafka.md", "--golden", str(golden))[0] == 0
     capsys.readouterr()
-    assert runner.main(run, sample_engine) == 1
+    assert runner.main(run, sample_engine, settings) == 1
     out = capsys.readouterr().out
     assert f"fb-{bad[:8]}" in out and "promoted feedback case(s) failing" in out

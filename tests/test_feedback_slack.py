@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from bot import demo
+from bot.local import demo
 from bot.blocks import FEEDBACK_DOWN, FEEDBACK_UP, THINKING
 from bot.deliveries import Delivered, buttons
 from bot.feedback import EXPECTED_INPUT, EXPIRED, FEEDBACK_EXPLAIN, FEEDBACK_FORM, REASON_INPUT, THANKS
-from bot.local import LocalSlack, local_slack
+from bot.local.harness import LocalSlack, local_slack
+from docsbot.settings import Settings
 from eval import runner
 from eval.__main__ import main as eval_main
 from eval.golden import load_golden
@@ -22,7 +23,7 @@ from pydantic import SecretStr
 
 from rag.engine import Engine
 from rag.levels import Level
-from tests.conftest import SAMPLE_DOCS
+from tests.support.settings import SAMPLE_DOCS
 
 VPN = "how do I set up the VPN?"
 
@@ -49,10 +50,10 @@ def ephemerals(local: LocalSlack, user: str) -> list[dict[str, Any]]:
 
 
 async def test_thumbs_down_in_slack_becomes_a_golden_case(
-    sample_engine: Engine, state_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    sample_engine: Engine, settings: Settings, state_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    settings = sample_engine.settings.model_copy(update={"database_url": SecretStr(state_url)})
+    settings = settings.model_copy(update={"database_url": SecretStr(state_url)})
     async with local_slack(settings, sample_engine) as local:
         ts = local.standin.post_as_user(demo.GENERAL, demo.BOB, f"<@{local.standin.workspace.bot_user_id}> {VPN}")
         assert (await local.slack.event(local.slack.mention(demo.BOB, demo.GENERAL, VPN, ts))).status == 200
@@ -136,4 +137,4 @@ async def test_thumbs_down_in_slack_becomes_a_golden_case(
     (case,) = load_golden([golden])
     assert (case.question, case.level, case.gold_doc_ids) == (VPN, Level.public, ("onboarding/vpn-setup.md",))
     run = ["run", "--golden", str(golden), "--docs", str(SAMPLE_DOCS)]
-    assert await asyncio.to_thread(runner.main, run, sample_engine) == 0  # the runner has its own loop
+    assert await asyncio.to_thread(runner.main, run, sample_engine, settings) == 0  # the runner has its own loop

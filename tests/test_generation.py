@@ -3,12 +3,15 @@ import time
 
 import pytest
 
+from docsbot.wiring import llm_config
 from rag.check import check_answer
 from rag.engine import Engine
-from rag.generation import ExtractiveAnswerer, OpenAIChat, ProviderError, retry_after_seconds, split_passages
+from rag.generation import ExtractiveAnswerer, OpenAIChat, ProviderError, retry_after_seconds
 from rag.levels import Level
+from rag.procedures import widen
 from rag.prompt import DECLINE_MARKER, Source, build_messages, select_sources
-from tests.conftest import make_settings
+from rag.spans import parse
+from tests.support.settings import make_settings
 from tests.standins.openai_server import Failure
 
 SOURCES = [Source(1, "Deploy Policy", "Deploy windows", "No deploys on Fridays.")]
@@ -16,12 +19,13 @@ SOURCES = [Source(1, "Deploy Policy", "Deploy windows", "No deploys on Fridays."
 
 def chat(openai_standin, tmp_path, **overrides) -> OpenAIChat:
     settings = make_settings(tmp_path, openai_base_url=openai_standin.base_url, **overrides)
-    return OpenAIChat(settings)
+    return OpenAIChat(llm_config(settings))
 
 
 async def test_prompt_carries_numbered_sources_history_and_question(openai_standin, tmp_path):
     openai_standin.reply = lambda messages: "No, not on Fridays [1]."
-    text = await chat(openai_standin, tmp_path).generate("Friday deploy?", SOURCES, [("user", "hi"), ("agent", "hello")])
+    text = await chat(openai_standin, tmp_path).generate("Friday deploy?", SOURCES,
+                                                         [("user", "hi"), ("agent", "hello")])
     assert text == "No, not on Fridays [1]."
     path, body, headers = openai_standin.requests[0]
     assert path == "/v1/chat/completions" and body["temperature"] == 0
@@ -64,7 +68,7 @@ async def test_client_error_is_not_retried(openai_standin, tmp_path):
 
 
 async def test_unreachable_endpoint_is_provider_error(tmp_path):
-    client = OpenAIChat(make_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_max_retries=1))
+    client = OpenAIChat(llm_config(make_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_max_retries=1)))
     with pytest.raises(ProviderError, match="connection failed"):
         await client.generate("q", SOURCES, [])
 
@@ -131,21 +135,27 @@ def test_passages_keep_lead_ins_with_their_lists_and_table_rows_with_their_colum
         "| Severity | Acknowledge within |\n|---|---|\n| SEV1 | 5 min |\n| SEV2 | 15 min |\n\n"
         "Soft wrapped\nsentence one. Sentence two.\n- an item"
     )
-    assert split_passages(text) == [
-        "A production deploy needs all of the following:\n1. CI is green.\n2. The ticket is *Ready*.",
+    units = parse(text).units
+    assert [u.text for u in units] == [
+        "A production deploy needs all of the following:",
+        "1. CI is green.",
+        "2. The ticket is *Ready*.",
         "Severity: SEV1; Acknowledge within: 5 min",
         "Severity: SEV2; Acknowledge within: 15 min",
         "Soft wrapped sentence one.",
         "Sentence two.",
         "- an item",
     ]
+    assert units[0].lead_in and widen(units, 0, 0) == (0, 2)  # the lead-in comes with its list
 
 
 async def test_extractive_answer_quotes_the_page_close_to_the_question_over_one_that_shares_a_word():
     # The full-text list can bring in an unrelated page that names the product and gives a reason:
     # its passage must not push out the page the question is about.
-    sources = [Source(1, "ADR 2: event bus", "Decision", "Kafka keeps a durable, replayable log for every consumer.", 0.6),
-               Source(2, "Deploy policy", "Approvals", "Kafka deploys need a sign-off, because a bad deploy loses records.", 0.2)]
+    sources = [Source(1, "ADR 2: event bus", "Decision",
+                      "Kafka keeps a durable, replayable log for every consumer.", 0.6),
+               Source(2, "Deploy policy", "Approvals",
+                      "Kafka deploys need a sign-off, because a bad deploy loses records.", 0.2)]
     text = await ExtractiveAnswerer().generate("why did we choose kafka?", sources, [])
     assert "durable, replayable log for every consumer. [1]" in text
     assert await ExtractiveAnswerer().generate("why did we choose kafka?", [], []) == DECLINE_MARKER

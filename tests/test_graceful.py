@@ -9,9 +9,11 @@ import time
 
 from bot.blocks import THINKING
 from bot.serve import RESTARTED
-from bot.standin import visible_text
+from bot.local.standin import visible_text
+from docsbot.settings import Settings
 from rag.engine import Engine
-from tests.served import Served, served, until
+from tests.support.served import Served, served
+from tests.support.waiting import until
 
 QUESTIONS = 5
 
@@ -22,8 +24,8 @@ async def in_flight(bot: Served) -> None:
     await until(lambda: len(bot.model.requests) == QUESTIONS and len(bot.bot_messages()) == QUESTIONS)
 
 
-async def test_sigterm_lets_the_answers_in_flight_finish(sample_engine: Engine) -> None:
-    async with served(sample_engine.settings.data_dir, model_delay_s=2.0, DOCSBOT_DRAIN_S="20") as bot:
+async def test_sigterm_lets_the_answers_in_flight_finish(sample_engine: Engine, settings: Settings) -> None:
+    async with served(settings.data_dir, model_delay_s=2.0, DOCSBOT_DRAIN_S="20") as bot:
         await in_flight(bot)
         bot.process.send_signal(signal.SIGTERM)
         await asyncio.sleep(0.3)
@@ -36,8 +38,8 @@ async def test_sigterm_lets_the_answers_in_flight_finish(sample_engine: Engine) 
         assert not any(m["text"] == THINKING for m in bot.bot_messages())
 
 
-async def test_answers_past_the_drain_time_end_as_the_restart_note(sample_engine: Engine) -> None:
-    async with served(sample_engine.settings.data_dir, model_delay_s=10.0, DOCSBOT_DRAIN_S="3") as bot:
+async def test_answers_past_the_drain_time_end_as_the_restart_note(sample_engine: Engine, settings: Settings) -> None:
+    async with served(settings.data_dir, model_delay_s=10.0, DOCSBOT_DRAIN_S="3") as bot:
         await in_flight(bot)
         signalled = time.monotonic()
         bot.process.send_signal(signal.SIGTERM)

@@ -3,17 +3,18 @@ from __future__ import annotations
 
 import pytest
 
-from bot import demo
-from bot.console import Console
-from bot.local import local_slack
+from bot.local import demo
+from bot.local.console import Console
+from bot.local.harness import local_slack
+from docsbot.settings import Settings
 from rag.engine import Engine
 
 
 async def test_thumbs_down_form_in_the_console_records_reason_and_expectation(
-    sample_engine: Engine, capsys: pytest.CaptureFixture[str]
+    sample_engine: Engine, settings: Settings, capsys: pytest.CaptureFixture[str]
 ) -> None:
     typed = iter(["2", "the 2026 VPN page"])  # "It is out of date", then what was expected
-    async with local_slack(sample_engine.settings, sample_engine) as local:
+    async with local_slack(settings, sample_engine) as local:
         console = Console(local, read=lambda prompt: print(prompt) or next(typed))
         await console.handle("@docsbot how do I set up the VPN?")
         shown = capsys.readouterr().out

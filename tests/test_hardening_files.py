@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from docsbot.wiring import sync_config
 from eval.bench_sync import GIT_USER, commit_files, index_rows, run_git
 from rag.documents import (
     NAME_MAX, PATH_MAX, REASON_MAX, AccessRules, DocumentError, load_folder, parse_document, read_document,
@@ -22,7 +23,7 @@ from rag.embeddings import LocalMiniLM
 from rag.levels import Level
 from rag.store import Store
 from sync.service import run_sync
-from tests.test_sync_support import new_repo, sync_settings
+from tests.support.sync import new_repo, sync_settings
 
 RULES = AccessRules({}, Level.public)
 DEPLOY = "# Deploy Policy\n\nDeploys to production are frozen on Fridays after 14:00.\n"
@@ -67,12 +68,12 @@ def test_names_too_long_for_the_file_system_are_skipped_and_never_block_a_sync(
     source = new_repo(tmp_path / "upstream")
     settings = sync_settings(tmp_path, source)
     commit_blobs(source, {"policies/deploy.md": DEPLOY, "ops/oncall.md": ONCALL})
-    assert run_sync(settings, embedder).added == 2
+    assert run_sync(sync_config(settings), embedder).added == 2
 
     # Both kinds arrive with an edit: the checkout leaves them out, the edit applies.
     c2 = commit_blobs(source, {LONG_NAME: DEPLOY, DEEP_PATH: ONCALL,
                                "policies/deploy.md": DEPLOY.replace("14:00", "12:00")})
-    report = run_sync(settings, embedder)
+    report = run_sync(sync_config(settings), embedder)
     assert (report.mode, report.added, report.modified) == ("incremental", 0, 1)
     assert dict(report.skipped) == {
         LONG_NAME: f"file name too long (a part of the path is over {NAME_MAX} bytes)",
@@ -83,7 +84,7 @@ def test_names_too_long_for_the_file_system_are_skipped_and_never_block_a_sync(
 
     # A fresh index of the same commit (a reconcile scans the work tree) reports them too.
     fresh = sync_settings(tmp_path / "fresh", source)
-    report = run_sync(fresh, embedder)
+    report = run_sync(sync_config(fresh), embedder)
     assert report.mode == "reconcile" and {path for path, _ in report.skipped} == {LONG_NAME, DEEP_PATH}
     assert {row["doc_path"] for row in index_rows(fresh.data_dir)} == {"policies/deploy.md", "ops/oncall.md"}
 
@@ -92,11 +93,11 @@ def test_names_too_long_for_the_file_system_are_skipped_and_never_block_a_sync(
     commit_blobs(source, {LONG_NAME: None, LONG_NAME.replace("odd", "odder"): DEPLOY})
     c4 = commit_blobs(source, {DEEP_PATH: None, LONG_NAME.replace("odd", "odder"): None,
                                "ops/oncall.md": ONCALL.replace("15 minutes", "10 minutes")})
-    report = run_sync(settings, embedder)
+    report = run_sync(sync_config(settings), embedder)
     assert (report.mode, report.modified, report.deleted, report.skipped) == ("incremental", 1, 2, [])
     assert "10 minutes" in indexed_text(settings, "ops/oncall.md")
     assert Store(settings.data_dir).meta()["commit"] == c4
-    assert run_sync(settings, embedder).mode == "unchanged"
+    assert run_sync(sync_config(settings), embedder).mode == "unchanged"
 
 
 def test_an_alias_bomb_in_front_matter_is_refused_at_once() -> None:
@@ -143,7 +144,7 @@ def test_a_folder_sync_skips_a_bomb_an_lfs_pointer_and_a_fifo_with_one_short_rea
     (docs / "diagram.md").write_text(LFS_POINTER)
     os.mkfifo(docs / "pipe.md")
     settings = sync_settings(tmp_path, docs)
-    report = run_sync(settings, embedder)
+    report = run_sync(sync_config(settings), embedder)
     reasons = dict(report.skipped)
     assert set(reasons) == {"bomb.md", "diagram.md", "pipe.md"}
     assert "anchor or alias" in reasons["bomb.md"]
@@ -197,7 +198,7 @@ def test_odd_names_keep_their_commit_date_and_link(tmp_path: Path, embedder: Loc
     settings = sync_settings(tmp_path, source)
     c1 = commit_files(source, {name: f"# {name}\n\nPage {i} of the odd names.\n" for i, name in enumerate(ODD_NAMES)}
                       | {"bin\nary.md": b"\x89PNG\x00\x00"})
-    report = run_sync(settings, embedder)
+    report = run_sync(sync_config(settings), embedder)
     assert report.added == len(ODD_NAMES) and report.skipped == [("bin\nary.md", "binary file")]
     rows = {row["doc_path"]: row for row in index_rows(settings.data_dir)}
     assert set(rows) == set(ODD_NAMES)
@@ -207,7 +208,7 @@ def test_odd_names_keep_their_commit_date_and_link(tmp_path: Path, embedder: Loc
     # An edit and its revert between two syncs: the newline name is re-stamped with the last commit.
     commit_files(source, {"new\nline.md": "# Edited\n"})
     c3 = commit_files(source, {"new\nline.md": f"# {ODD_NAMES[0]}\n\nPage 0 of the odd names.\n"})
-    report = run_sync(settings, embedder)
+    report = run_sync(sync_config(settings), embedder)
     assert (report.mode, report.chunks_embedded) == ("incremental", 0)
     commits = {row["doc_path"]: row["commit"] for row in index_rows(settings.data_dir)}
     assert commits == {"new\nline.md": c3} | {name: c1 for name in ODD_NAMES[1:]}

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from docsbot.cli import main
+from docsbot.wiring import rag_config
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
 from rag.store import Store
-from tests.conftest import SAMPLE_DOCS, make_settings
-from tests.test_cli import docsbot
+from tests.support.cli import docsbot
+from tests.support.settings import SAMPLE_DOCS, make_settings
 
 QUESTION = "how do I set up the VPN?"
 
@@ -72,7 +73,7 @@ def test_rebuild_swaps_in_while_the_old_index_keeps_answering(
     data = tmp_path / "index"
     shutil.copytree(sample_index, data)
     settings = make_settings(data)
-    engine = Engine(settings, Store(str(data), refresh_s=0.1), embedder, ExtractiveAnswerer())
+    engine = Engine(rag_config(settings), Store(str(data), refresh_s=0.1), embedder, ExtractiveAnswerer())
     version = engine.store.chunks().version
     env = {"DOCSBOT_DATA_DIR": str(data), "DOCSBOT_DOCS_DIR": str(SAMPLE_DOCS)}
     rebuild = subprocess.Popen([sys.executable, "-m", "docsbot.cli", "index", "--rebuild"],

@@ -13,7 +13,7 @@ from docsbot.cli import main
 from eval.bench_sync import commit_files, index_rows
 from rag.documents import HIDDEN, SYMLINK, AccessRules, DocumentError, load_folder, read_document
 from rag.levels import Level
-from tests.test_sync_support import new_repo
+from tests.support.sync import new_repo
 
 SECRET = "SLACK_SIGNING_SECRET=hunter2-outside-the-repo"
 DOC = "---\ntitle: Deploys\naccess: public\n---\n# Deploys\n\nDeploys to production are frozen on Fridays.\n"
@@ -106,7 +106,8 @@ def test_git_sync_lists_links_as_skipped_and_indexes_nothing_outside(
     assert main(["sync", "--repo", str(source), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["mode"] == "incremental"
-    assert report["skipped"] == [{"path": ".github/guide.md", "reason": HIDDEN}, {"path": "later.md", "reason": SYMLINK}]
+    assert report["skipped"] == [{"path": ".github/guide.md", "reason": HIDDEN},
+                                 {"path": "later.md", "reason": SYMLINK}]
     assert (report["added"], report["modified"]) == (0, 0)
     assert_nothing_outside(tmp_path / "index")
 

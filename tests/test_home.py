@@ -2,21 +2,11 @@
 the index's status, and for admins the 👎 answers waiting for review."""
 from __future__ import annotations
 
-from typing import Any
-
-from bot import demo
+from bot.local import demo
 from bot.deliveries import buttons
-from bot.local import LocalSlack
-from bot.standin import visible_text
-from tests.test_bot import VPN, answers, local, mention  # noqa: F401 (fixture)
-
-
-async def open_home(local: LocalSlack, user: str) -> dict[str, Any]:
-    event = {"type": "app_home_opened", "user": user, "channel": local.standin.dm_channel(user), "tab": "home",
-             "event_ts": local.standin.next_ts()}
-    assert (await local.slack.event(event)).status == 200
-    await local.settle()
-    return local.standin.home_tabs[user]
+from bot.local.harness import LocalSlack
+from bot.local.standin import visible_text
+from tests.support.slack import VPN, answers, mention, open_home
 
 
 async def test_home_shows_the_persons_level_examples_usage_and_status(local: LocalSlack) -> None:

@@ -16,7 +16,7 @@ from rag.documents import AccessRules, load_folder
 from rag.levels import Level
 from rag.progress import Progress, describe, recording_to
 from rag.store import Store
-from tests.conftest import SAMPLE_DOCS
+from tests.support.settings import SAMPLE_DOCS
 
 
 def sample_chunks(count: int) -> list:

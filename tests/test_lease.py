@@ -15,21 +15,15 @@ from pathlib import Path
 import pytest
 
 from docsbot.settings import Settings
-from state.db import open_state
+from docsbot.wiring import lease_config, state_config
+from state.opening import open_state
 from state.leases import Leases
 from sync.errors import SyncBusy
-from sync.lock import INDEX_WRITER, WriterLease, writer_lease
-from tests.conftest import make_settings
+from sync.lease import INDEX_WRITER, WriterLease, writer_lease
+from tests.support.clock import Clock
+from tests.support.settings import make_settings
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def test_one_holder_renewal_and_takeover_after_expiry(state_url: str) -> None:
@@ -78,8 +72,9 @@ def holder_process(settings: Settings, state_url: str) -> subprocess.Popen:
     """A one-shot writer in another process, holding the lease until killed."""
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import time; from docsbot.settings import Settings; from sync.lock import writer_lease\n"
-         "with writer_lease(Settings(_env_file=None)):\n    print('held', flush=True); time.sleep(120)"],
+         "import time; from docsbot.settings import Settings; from docsbot.wiring import lease_config; "
+         "from sync.lease import writer_lease\n"
+         "with writer_lease(lease_config(Settings(_env_file=None))):\n    print('held', flush=True); time.sleep(120)"],
         env={**os.environ, "PYTHONPATH": str(REPO), "DOCSBOT_DATABASE_URL": state_url,
              "DOCSBOT_DATA_DIR": settings.data_dir, "DOCSBOT_SYNC_LEASE_TTL_S": str(settings.sync_lease_ttl_s),
              "DOCSBOT_SYNC_LEASE_RENEW_S": str(settings.sync_lease_renew_s)},
@@ -97,7 +92,7 @@ async def test_a_one_shot_writer_waits_out_a_killed_holders_lease_and_refuses_a_
     try:
         asked = time.monotonic()
         with pytest.raises(SyncBusy, match=f":{holder.pid}:.* is writing the index"):
-            with writer_lease(settings):  # the holder renews all along
+            with writer_lease(lease_config(settings)):  # the holder renews all along
                 pass
         assert time.monotonic() - asked >= settings.sync_lease_ttl_s
         os.kill(holder.pid, signal.SIGKILL)
@@ -105,7 +100,7 @@ async def test_a_one_shot_writer_waits_out_a_killed_holders_lease_and_refuses_a_
         caplog.clear()
         caplog.set_level(logging.WARNING, "docsbot.sync")
         asked = time.monotonic()
-        with writer_lease(settings) as lease:  # `docsbot sync` right after the killed one
+        with writer_lease(lease_config(settings)) as lease:  # `docsbot sync` right after the killed one
             assert lease.held
         assert time.monotonic() - asked < settings.sync_lease_ttl_s + 1
         waits = [r.getMessage() for r in caplog.records if "waiting up to" in r.getMessage()]
@@ -119,7 +114,7 @@ async def test_a_standby_takes_over_within_seconds_of_the_holder_being_killed(tm
     settings = lease_settings(tmp_path, state_url)
     holder = holder_process(settings, state_url)
     db = await open_state(state_url)
-    standby = WriterLease(db, settings)
+    standby = WriterLease(db, lease_config(settings))
     try:
         waiting = asyncio.create_task(standby.wait_acquire())
         await asyncio.sleep(3 * settings.sync_lease_ttl_s)  # renewed all along: the standby waits
@@ -130,21 +125,21 @@ async def test_a_standby_takes_over_within_seconds_of_the_holder_being_killed(tm
         took = time.monotonic() - killed
         assert standby.held and took < settings.sync_lease_ttl_s + 2 * settings.sync_lease_renew_s + 1, took
         with pytest.raises(SyncBusy):
-            with writer_lease(settings, wait_s=0):
+            with writer_lease(lease_config(settings), wait_s=0):
                 pass
     finally:
         holder.kill()
         holder.wait()
         await standby.release()
         await db.close()
-    with writer_lease(settings) as lease:  # released: free at once
+    with writer_lease(lease_config(settings)) as lease:  # released: free at once
         assert lease.held
 
 
 async def test_a_holder_that_cannot_renew_stops_counting_itself_the_writer(tmp_path: Path) -> None:
     settings = lease_settings(tmp_path, f"sqlite:///{tmp_path / 'state.db'}")
-    db = await open_state(settings)
-    lease = WriterLease(db, settings)
+    db = await open_state(state_config(settings))
+    lease = WriterLease(db, lease_config(settings))
     try:
         assert await lease.try_acquire() and lease.held
         await Leases(db).release(INDEX_WRITER, lease.holder)  # as if it expired and was taken...

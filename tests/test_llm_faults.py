@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from bot import demo
+from bot.local import demo
 from bot.answering import FAILED
-from bot.local import local_slack
-from bot.standin import visible_text
+from bot.local.harness import local_slack
+from bot.local.standin import visible_text
+from docsbot.wiring import llm_config
+from docsbot.settings import Settings
 from rag.answer import ABSTAIN_MESSAGES
 from rag.check import LINK_REMOVED, StreamGate, inert, links_in, without_foreign_links
 from rag.engine import Engine
@@ -20,12 +22,11 @@ from rag.followup import Rewriter
 from rag.generation import OpenAIChat, ProviderError
 from rag.levels import Level
 from rag.prompt import Source, looks_injected, select_sources
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
+from tests.support.slack import VPN, answers, chat_methods, mention, model_settings, streamed_text, with_model
 from tests.standins.openai_server import (
     EMPTY_CHOICES, GARBAGE, HTML_PAGE, BrokenStream, Fault, OpenAIStandIn, RawReply,
 )
-from tests.test_bot import VPN, answers, mention, with_model
-from tests.test_streaming import chat_methods, streamed_text
 
 EVIL = "https://evil.example/login"
 PORTAL = "https://vpn.northwindlabs.io"  # in the VPN page (onboarding/vpn-setup.md)
@@ -36,17 +37,19 @@ SOURCES = [Source(1, "Deploy Policy", "Deploy windows", "No deploys on Fridays."
 
 
 def chat(standin: OpenAIStandIn, tmp_path: Path, **overrides: object) -> OpenAIChat:
-    return OpenAIChat(make_settings(tmp_path, openai_base_url=standin.base_url, llm_max_retries=0, **overrides))
+    return OpenAIChat(llm_config(make_settings(tmp_path, openai_base_url=standin.base_url, llm_max_retries=0,
+                                               **overrides)))
 
 
 # -- what is streamed, and what links an answer may carry --------------------------------------
 
 async def test_an_uncited_reply_with_a_link_is_never_streamed(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: PHISH
-    engine = with_model(sample_engine, openai_standin)
-    async with local_slack(engine.settings, engine) as local:
+    settings = model_settings(settings, openai_standin)
+    engine = with_model(sample_engine, settings)
+    async with local_slack(settings, engine) as local:
         await mention(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
         assert not [m for m in chat_methods(local) if m.endswith("Stream")]
@@ -56,11 +59,12 @@ async def test_an_uncited_reply_with_a_link_is_never_streamed(
 
 
 async def test_a_streamed_answer_shows_no_link_the_docs_do_not_contain(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: CITED
-    engine = with_model(sample_engine, openai_standin)
-    async with local_slack(engine.settings, engine) as local:
+    settings = model_settings(settings, openai_standin)
+    engine = with_model(sample_engine, settings)
+    async with local_slack(settings, engine) as local:
         await mention(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
         assert PORTAL in openai_standin.requests[-1][1]["messages"][1]["content"]  # the docs' own link
@@ -74,11 +78,12 @@ async def test_a_streamed_answer_shows_no_link_the_docs_do_not_contain(
 
 
 async def test_the_answer_never_links_where_the_docs_do_not(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     reply = "Download the tools from www.evil.example/get [1] or [here](mailto:x@evil.example) [1]."
     openai_standin.reply = lambda messages: reply
-    engine = with_model(sample_engine, openai_standin, llm_stream=False)
+    settings = model_settings(settings, openai_standin, llm_stream=False)
+    engine = with_model(sample_engine, settings)
     answer = await engine.ask(VPN, Level.team)
     assert answer.answered and answer.answer == f"Download the tools from {LINK_REMOVED} [1] or here [1]."
 
@@ -163,13 +168,15 @@ async def test_a_reply_that_is_not_a_completion_is_a_provider_error(
     (BrokenStream(after_chars=300, tail=b"data: {not json\n\n", cut=False), True),
 ], ids=["empty choices", "broken SSE"])
 async def test_a_broken_reply_tells_the_asker_to_try_again_without_a_traceback(
-    sample_engine: Engine, openai_standin: OpenAIStandIn, fault: Fault, stream: bool, caplog: pytest.LogCaptureFixture
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn, fault: Fault, stream: bool,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO)
     openai_standin.reply = lambda messages: "Connect through the VPN portal with your SSO account [1]. " * 12
     openai_standin.failures = [fault]
-    engine = with_model(sample_engine, openai_standin, llm_stream=stream)
-    async with local_slack(engine.settings, engine) as local:
+    settings = model_settings(settings, openai_standin, llm_stream=stream)
+    engine = with_model(sample_engine, settings)
+    async with local_slack(settings, engine) as local:
         await mention(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
         [answer] = answers(local, demo.GENERAL)
@@ -186,5 +193,5 @@ async def test_a_follow_up_rewrite_that_is_not_a_completion_falls_back_to_the_he
     openai_standin: OpenAIStandIn, tmp_path: Path, fault: Fault
 ) -> None:
     openai_standin.failures = [fault]
-    rewriter = Rewriter(make_settings(tmp_path, openai_base_url=openai_standin.base_url))
+    rewriter = Rewriter(llm_config(make_settings(tmp_path, openai_base_url=openai_standin.base_url)))
     assert await rewriter.rewrite("and on Linux?", [("user", "how do I set up the VPN?")]) is None

@@ -13,6 +13,7 @@ import boto3
 import pytest
 
 from docsbot.settings import Settings
+from docsbot.wiring import rag_config, sync_config
 from eval.bench_sync import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
@@ -21,9 +22,9 @@ from rag.store.mirror import PARTIAL, MirroredIndex, manifest_version, mirror_fo
 from rag.store import Store
 from sync.service import run_sync
 from sync.status import read_status, render_status
-from tests.conftest import make_settings
+from tests.support.bucket import VACATION, cited_commit, synced_bucket
+from tests.support.settings import make_settings
 from tests.standins.s3 import LocalS3
-from tests.test_s3_index import VACATION, cited_commit, synced_bucket
 
 QUESTION = "How many vacation days do I get?"
 OUTAGE = "cannot read the index bucket"
@@ -46,7 +47,7 @@ def served_status(mirror: MirroredIndex) -> str:
 
 def replica(settings: Settings, folder: Path, embedder: LocalMiniLM) -> tuple[MirroredIndex, Engine]:
     mirror = MirroredIndex(settings.data_dir, folder, refresh_s=3600)  # refreshed by the test
-    return mirror, Engine(settings, mirror.store, embedder, ExtractiveAnswerer())
+    return mirror, Engine(rag_config(settings), mirror.store, embedder, ExtractiveAnswerer())
 
 
 def test_manifest_names_of_both_lance_schemes_give_their_version() -> None:
@@ -63,7 +64,7 @@ async def test_the_mirror_answers_like_the_bucket_and_copies_only_what_a_new_ver
     mirror, engine = replica(settings, tmp_path / "mirror", embedder)
     assert mirror.snapshot is None  # nothing copied yet: the store says the index is missing
     mirror.refresh()
-    direct = Engine(settings, Store(settings.data_dir), embedder, ExtractiveAnswerer())
+    direct = Engine(rag_config(settings), Store(settings.data_dir), embedder, ExtractiveAnswerer())
     assert await cited_commit(engine, QUESTION, "handbook/vacation.md") == \
         await cited_commit(direct, QUESTION, "handbook/vacation.md")
     assert (await cited_commit(engine, QUESTION, "handbook/vacation.md"))[0] == c1
@@ -73,7 +74,7 @@ async def test_the_mirror_answers_like_the_bucket_and_copies_only_what_a_new_ver
 
     before = local_files(tmp_path / "mirror")
     c2 = commit_files(source, {"handbook/vacation.md": VACATION.format(days=28)})
-    run_sync(settings, embedder)
+    run_sync(sync_config(settings), embedder)
     assert (await cited_commit(engine, QUESTION, "handbook/vacation.md"))[0] == c1  # pinned until refreshed
     mirror.refresh()
     commit, text = await cited_commit(engine, QUESTION, "handbook/vacation.md")
@@ -120,7 +121,7 @@ async def test_a_copy_that_fails_half_way_leaves_the_previous_version_answering(
     pinned, before = mirror.snapshot, local_files(tmp_path / "mirror")
     known = bucket_files(s3, "team/index/")
     c2 = commit_files(source, {"handbook/vacation.md": VACATION.format(days=28)})
-    run_sync(settings, embedder)
+    run_sync(sync_config(settings), embedder)
     # One new file is archived (a lifecycle rule moved it to Glacier): listed, but a GET fails.
     new = sorted(k for k in bucket_files(s3, "team/index/") - known if k.startswith("chunks.lance/data/"))
     client = boto3.client("s3", endpoint_url=s3.endpoint)
@@ -147,7 +148,7 @@ def test_files_the_bucket_cleaned_up_leave_the_mirror_one_refresh_later(
     mirror.refresh()
     for days in (26, 27):
         commit_files(source, {"handbook/vacation.md": VACATION.format(days=days)})
-        run_sync(settings, embedder)
+        run_sync(sync_config(settings), embedder)
         mirror.refresh()
     writer = Store(settings.data_dir)
     with pytest.warns(UserWarning, match="removes every version except the latest"):
@@ -164,23 +165,25 @@ def test_files_the_bucket_cleaned_up_leave_the_mirror_one_refresh_later(
     assert here == {f for f in bucket_files(s3, "team/index/") if f.startswith(data)}
 
 
-def test_one_process_at_a_time_keeps_its_mirror_in_the_work_dir(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_one_process_at_a_time_keeps_its_mirror_in_the_work_dir(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     settings = make_settings("s3://bucket/index", work_dir=str(tmp_path / "work"))
-    kept, release = mirror_folder(settings)
+    kept, release = mirror_folder(rag_config(settings).index)
     assert kept == tmp_path / "work" / "index-mirror"
-    other, release_other = mirror_folder(settings)  # a second replica given the same work dir
+    other, release_other = mirror_folder(rag_config(settings).index)  # a second replica given the same work dir
     assert other != kept and other.is_dir() and "give each replica its own DOCSBOT_WORK_DIR" in caplog.text
     release_other()
     assert not other.exists()  # a temporary copy is removed
     release()
-    assert mirror_folder(settings)[0] == kept  # free again once the first one let go
+    assert mirror_folder(rag_config(settings).index)[0] == kept  # free again once the first one let go
 
 
 def test_a_uri_pyarrow_cannot_list_is_read_directly_with_one_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings = make_settings("memory://docsbot/index", work_dir=str(tmp_path / "work"))  # LanceDB's, not pyarrow's
-    store = open_index(settings, read_only=True)
+    store = open_index(rag_config(settings).index, read_only=True)
     assert store.mirror is None and store.uri == settings.data_dir
     assert "no local mirror of memory://docsbot/index" in caplog.text
-    assert mirror_folder(settings)[0] == tmp_path / "work" / "index-mirror"  # its lock was let go
+    assert mirror_folder(rag_config(settings).index)[0] == tmp_path / "work" / "index-mirror"  # its lock was let go

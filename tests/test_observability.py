@@ -4,7 +4,6 @@ load balancer read them."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import re
@@ -17,20 +16,21 @@ import pytest
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot import demo
-from bot.bench_acks import free_port
+from bot.local import demo
+from eval.bench_acks import free_port
 from bot.deliveries import buttons
-from bot.local import LocalSlack, local_slack
-from bot.standin import Failure
+from bot.local.harness import LocalSlack, local_slack
+from bot.local.standin import Failure
 from docsbot.cli import load_settings
 from docsbot.errors import UserError
+from docsbot.settings import Settings
 from rag.engine import Engine
 from eval.bench_sync import commit_files
-from rag.generation import make_generator
-from tests.conftest import REPO
+from tests.support.settings import REPO
+from tests.support.slack import with_model
+from tests.support.sync import new_repo
 from tests.standins.openai_server import Failure as OpenAIFailure
 from tests.standins.openai_server import OpenAIStandIn
-from tests.test_sync_support import new_repo
 
 VPN = "how do I set up the VPN?"
 UNKNOWN = "what is the airspeed velocity of an unladen swallow?"
@@ -76,8 +76,8 @@ async def ask(local: LocalSlack, user: str, channel: str, text: str) -> None:
     assert (await local.slack.event(local.slack.mention(user, channel, text, ts))).status == 200
 
 
-async def test_metrics_exposes_every_series_and_outcomes_add_up(sample_engine: Engine) -> None:
-    async with local_slack(sample_engine.settings, sample_engine) as local:
+async def test_metrics_exposes_every_series_and_outcomes_add_up(sample_engine: Engine, settings: Settings) -> None:
+    async with local_slack(settings, sample_engine) as local:
         families = {f.name for f in text_string_to_metric_families(await metrics_text(local))}
         missing = [s for s in SERIES if s.removesuffix("_total") not in families]
         assert not missing, missing
@@ -109,12 +109,14 @@ async def test_metrics_exposes_every_series_and_outcomes_add_up(sample_engine: E
     assert after[("docsbot_answers_in_progress", ())] == 0
 
 
-async def test_failures_are_counted_by_kind(sample_engine: Engine, openai_standin: OpenAIStandIn) -> None:
+async def test_failures_are_counted_by_kind(
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
+) -> None:
     openai_standin.reply = lambda messages: "Use the VPN portal [1]."
-    settings = sample_engine.settings.model_copy(update={
+    settings = settings.model_copy(update={
         "openai_base_url": openai_standin.base_url, "llm_max_retries": 1, "llm_attempt_timeout_s": 10.0,
         "bot_user_questions_per_minute": 3})
-    engine = dataclasses.replace(sample_engine, settings=settings, generator=make_generator(settings))
+    engine = with_model(sample_engine, settings)
     async with local_slack(settings, engine) as local:
         before = await scrape(local)
         # A 429 then a 500: retried once, then given up on (an abstention: provider_error).
@@ -147,8 +149,8 @@ async def test_failures_are_counted_by_kind(sample_engine: Engine, openai_standi
     assert delta(after, before, "docsbot_questions_total") == 4
 
 
-async def test_labels_never_carry_user_text_or_ids(sample_engine: Engine) -> None:
-    async with local_slack(sample_engine.settings, sample_engine) as local:
+async def test_labels_never_carry_user_text_or_ids(sample_engine: Engine, settings: Settings) -> None:
+    async with local_slack(settings, sample_engine) as local:
         await ask(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
         session = local.bot.client.session  # one HTTP session for every Web API call
@@ -160,8 +162,10 @@ async def test_labels_never_carry_user_text_or_ids(sample_engine: Engine) -> Non
         assert private not in text
 
 
-async def test_readiness_reports_each_problem_and_turns_off_at_shutdown(sample_engine: Engine) -> None:
-    async with local_slack(sample_engine.settings, sample_engine) as local:
+async def test_readiness_reports_each_problem_and_turns_off_at_shutdown(
+    sample_engine: Engine, settings: Settings
+) -> None:
+    async with local_slack(settings, sample_engine) as local:
         status, body = await readyz(local)
         assert status == 503 and set(body["problems"]) == {"slack"}  # auth.test not verified yet
         local.bot.readiness.slack_auth = None
@@ -252,10 +256,10 @@ def test_log_level_is_case_insensitive(monkeypatch: pytest.MonkeyPatch) -> None:
     assert load_settings().log_level == "DEBUG"
 
 
-async def test_the_answer_is_posted_before_it_is_recorded(sample_engine: Engine) -> None:
+async def test_the_answer_is_posted_before_it_is_recorded(sample_engine: Engine, settings: Settings) -> None:
     """Recording the answer (and any log maintenance) is off the reply path."""
     recorded_when_posted: list[bool] = []
-    async with local_slack(sample_engine.settings, sample_engine) as local:
+    async with local_slack(settings, sample_engine) as local:
         log = local.bot.services.answer_log
 
         async def on_call(call: Any) -> None:

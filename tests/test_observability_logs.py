@@ -10,22 +10,26 @@ import signal
 
 import pytest
 
-from bot import demo
+from bot.local import demo
 from bot.deliveries import buttons
-from bot.standin import Failure
+from bot.local.standin import Failure
 from docsbot.observability.logs import setup_logging
+from docsbot.settings import Settings
 from rag.engine import Engine
-from tests.served import served, until
+from tests.support.served import served
+from tests.support.waiting import until
 
 VPN = "how do I set up the VPN?"
 OPENAI_KEY = "sk-test-9f8e7d6c5b4a39281706"
 WEBHOOK_SECRET = "whsec-5a4b3c2d1e0f"
 
 
-async def test_json_logs_tie_a_question_together_and_keep_secrets_out(sample_engine: Engine) -> None:
+async def test_json_logs_tie_a_question_together_and_keep_secrets_out(
+    sample_engine: Engine, settings: Settings
+) -> None:
     env = {"DOCSBOT_LOG_FORMAT": "json", "OPENAI_API_KEY": OPENAI_KEY, "DOCSBOT_WEBHOOK_SECRET": WEBHOOK_SECRET,
            "DOCSBOT_LOG_LEVEL": "debug"}
-    async with served(sample_engine.settings.data_dir, **env) as bot:
+    async with served(settings.data_dir, **env) as bot:
         assert await bot.ask(VPN) == 200
         await until(lambda: len(bot.standin.calls_to("chat.update", ok_only=True)) == 1)
         update = bot.standin.calls_to("chat.update", ok_only=True)[0]

@@ -13,9 +13,11 @@ import pytest
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from docsbot.settings import Settings
 from rag.engine import Engine
-from tests.conftest import REPO, SAMPLE_DOCS
-from tests.served import served, until
+from tests.support.served import served
+from tests.support.settings import REPO, SAMPLE_DOCS
+from tests.support.waiting import until
 
 
 class Receiver:
@@ -29,7 +31,8 @@ class Receiver:
         assert request.content_type == "application/x-protobuf"
         export = ExportTraceServiceRequest.FromString(await request.read())
         for resource_spans in export.resource_spans:
-            self.services |= {a.value.string_value for a in resource_spans.resource.attributes if a.key == "service.name"}
+            self.services |= {a.value.string_value for a in resource_spans.resource.attributes
+                              if a.key == "service.name"}
             for scope in resource_spans.scope_spans:
                 self.spans += [(s.trace_id.hex(), s.span_id, s.parent_span_id, s.name) for s in scope.spans]
         return web.Response(body=b"", content_type="application/x-protobuf")
@@ -55,10 +58,12 @@ async def receiver() -> AsyncIterator[tuple[Receiver, str]]:
     await runner.cleanup()
 
 
-async def test_one_trace_per_question(sample_engine: Engine, receiver: tuple[Receiver, str]) -> None:
+async def test_one_trace_per_question(
+    sample_engine: Engine, settings: Settings, receiver: tuple[Receiver, str]
+) -> None:
     found, endpoint = receiver
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100"}
-    async with served(sample_engine.settings.data_dir, **env) as bot:
+    async with served(settings.data_dir, **env) as bot:
         assert await bot.ask("how do I set up the VPN?") == 200
         await until(lambda: len(bot.standin.calls_to("chat.update", ok_only=True)) == 1)
         assert await bot.stop() == 0  # the exporter flushes on shutdown
@@ -71,9 +76,9 @@ async def test_one_trace_per_question(sample_engine: Engine, receiver: tuple[Rec
     assert found.services == {"docsbot"}
 
 
-async def test_one_trace_per_sync(sample_engine: Engine, receiver: tuple[Receiver, str]) -> None:
+async def test_one_trace_per_sync(sample_engine: Engine, settings: Settings, receiver: tuple[Receiver, str]) -> None:
     found, endpoint = receiver
-    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "DOCSBOT_DATA_DIR": sample_engine.settings.data_dir,
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "DOCSBOT_DATA_DIR": settings.data_dir,
            "DOCSBOT_DOCS_DIR": str(SAMPLE_DOCS)}
     process = await asyncio.create_subprocess_exec(sys.executable, "-m", "docsbot.cli", "sync", cwd=REPO, env=env,
                                                    stdout=asyncio.subprocess.DEVNULL)

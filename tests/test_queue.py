@@ -7,17 +7,18 @@ import asyncio
 import time
 from typing import Any
 
-from bot import demo
+from bot.local import demo
 from bot.answering import BUSY
 from bot.blocks import THINKING, in_line
-from bot.bench_acks import crowd as crowd_workspace
-from bot.bench_acks import percentile
-from bot.limits import AnswerQueue
-from bot.local import LocalSlack, local_slack
-from bot.standin import Workspace, visible_text
+from eval.bench_acks import crowd as crowd_workspace
+from eval.bench_acks import percentile
+from bot.queue import AnswerQueue
+from bot.local.harness import LocalSlack, local_slack
+from bot.local.standin import Workspace, visible_text
+from docsbot.settings import Settings
 from rag.engine import Engine
 from tests.standins.openai_server import OpenAIStandIn
-from tests.test_bot import VPN, answers, mention, with_model
+from tests.support.slack import VPN, answers, mention, model_settings, with_model
 
 def crowd() -> Workspace:
     """The demo workspace with 50 more people in #general (as in the ack benchmark)."""
@@ -59,7 +60,7 @@ async def test_one_persons_burst_waits_behind_everyone_elses_first_question() ->
     assert served == ["A0", "A1", "B1", "C1", "A2", "A3", "A4"]
     told = ahead_told["A4"]  # on entering, when B and C went ahead of it, and as the line moved
     assert told[:2] == [3, 5] and told[1:] == sorted(told[1:], reverse=True)
-    assert queue.depth == 0 and queue.busy == 0
+    assert queue.depth == 0 and not queue.saturated
 
 
 async def test_a_full_line_and_a_long_wait_are_refused() -> None:
@@ -86,8 +87,8 @@ async def test_a_full_line_and_a_long_wait_are_refused() -> None:
     release.set()
     await holder
     async with queue.turn("D") as turn:  # the slot came back
-        assert turn.admitted and queue.busy == 1
-    assert queue.busy == 0
+        assert turn.admitted and queue.saturated
+    assert not queue.saturated
 
 
 async def test_a_cancelled_wait_passes_its_slot_on() -> None:
@@ -108,14 +109,14 @@ async def test_a_cancelled_wait_passes_its_slot_on() -> None:
     assert queue.depth == 1
     release.set()
     await asyncio.gather(holder, after)
-    assert queue.busy == 0 and queue.depth == 0
+    assert not queue.saturated and queue.depth == 0
 
 
 # -- through the real app --------------------------------------------------------------------------
 
 
 async def test_fifty_people_at_once_are_all_answered_and_nobody_is_told_busy(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     """The acks wait for nothing but the event loop: 50 mentions are acknowledged about as fast as
     50 `/healthz` requests sent with them, and well inside Slack's 3 s.
@@ -127,8 +128,9 @@ async def test_fifty_people_at_once_are_all_answered_and_nobody_is_told_busy(
     target is for `docsbot serve` in its own process (`python -m eval bench-acks`)."""
     openai_standin.reply = lambda messages: "Use the VPN portal [1]."
     openai_standin.delay_s = 2.0
-    engine = with_model(sample_engine, openai_standin)
-    async with local_slack(engine.settings, engine, workspace=crowd()) as local:
+    settings = model_settings(settings, openai_standin)
+    engine = with_model(sample_engine, settings)
+    async with local_slack(settings, engine, workspace=crowd()) as local:
         await mention(local, demo.ALICE, demo.GENERAL, VPN)  # warm up (first lookups, the index opened)
         await local.settle()
         local.standin.calls.clear()
@@ -158,12 +160,13 @@ async def healthz(local: LocalSlack) -> float:
 
 
 async def test_a_full_line_turns_away_exactly_the_overflow(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: "Use the VPN portal [1]."
     openai_standin.delay_s = 4.0  # nobody finishes while the 50 arrive
-    engine = with_model(sample_engine, openai_standin, queue_max=10)
-    async with local_slack(engine.settings, engine, workspace=crowd()) as local:
+    settings = model_settings(settings, openai_standin, queue_max=10)
+    engine = with_model(sample_engine, settings)
+    async with local_slack(settings, engine, workspace=crowd()) as local:
         await asyncio.gather(*[mention(local, u, demo.GENERAL, VPN) for u in PEOPLE])
         await local.settle(90)
         busy = [c for c in local.standin.calls_to("chat.postEphemeral") if c["text"] == BUSY]
@@ -173,12 +176,13 @@ async def test_a_full_line_turns_away_exactly_the_overflow(
 
 
 async def test_the_placeholder_shows_the_place_in_line_and_follows_it(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: "Use the VPN portal [1]."
     openai_standin.delay_s = 1.0
-    engine = with_model(sample_engine, openai_standin, bot_max_concurrent_answers=1)
-    async with local_slack(engine.settings, engine) as local:
+    settings = model_settings(settings, openai_standin, bot_max_concurrent_answers=1)
+    engine = with_model(sample_engine, settings)
+    async with local_slack(settings, engine) as local:
         for user in (demo.ALICE, demo.BOB, demo.EVE):
             question, _ = await mention(local, user, demo.GENERAL, VPN)
             await asyncio.sleep(0.2)

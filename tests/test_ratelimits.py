@@ -7,25 +7,25 @@ from __future__ import annotations
 import asyncio
 import time
 
-from bot import demo
+from bot.local import demo
 from bot.answering import RATE_LIMITED
-from bot.local import local_slack
-from bot.standin import Call, Failure, visible_text
+from bot.local.harness import local_slack
+from bot.local.standin import Call, Failure, visible_text
+from docsbot.settings import Settings
 from eval.bench_ratelimits import REPLY, Burst, run_burst
 from rag.engine import Engine
 from tests.standins.openai_server import OpenAIStandIn
-from tests.test_bot import VPN, answers, mention, with_model
-
-# The benchmark's burst at a fifth of its size, limits cut alike (the same ratio of limits to
+from tests.support.slack import VPN, answers, mention, model_settings, with_model
 # load: chat.update 10/min and chat.postMessage 1 per 5 s for 40 questions), time x10.
 SMALL_BURST = Burst(people=20, per_person=2, updates_per_minute=10, post_every_s=5.0, speed=10.0)
 HOUR = Failure("ratelimited", status=429, retry_after=3600)
 
 
 async def test_a_burst_under_slacks_limits_is_answered_in_full_with_few_updates(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
-    outcome = await run_burst(with_model(sample_engine, openai_standin), openai_standin, SMALL_BURST, limited=True)
+    settings = model_settings(settings, openai_standin)
+    outcome = await run_burst(with_model(sample_engine, settings), settings, openai_standin, SMALL_BURST, limited=True)
     assert outcome.answered == outcome.asked == 40, outcome
     assert outcome.lost == 0 and outcome.busy == 0 and outcome.stale == 0
     updates, _ = outcome.calls["chat.update"]
@@ -36,7 +36,7 @@ async def test_a_burst_under_slacks_limits_is_answered_in_full_with_few_updates(
 
 
 async def test_a_retry_after_on_progress_holds_no_answer_slot(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     """Bob waits for the only slot; when Alice's answer lands, Slack starts refusing chat.update for
     3 s. Bob's "Looking through the docs…" is progress: his question goes to the model at once."""
@@ -48,8 +48,9 @@ async def test_a_retry_after_on_progress_holds_no_answer_slot(
 
     openai_standin.reply = reply
     openai_standin.delay_s = 0.5
-    engine = with_model(sample_engine, openai_standin, bot_max_concurrent_answers=1)
-    async with local_slack(engine.settings, engine) as local:
+    settings = model_settings(settings, openai_standin, bot_max_concurrent_answers=1)
+    engine = with_model(sample_engine, settings)
+    async with local_slack(settings, engine) as local:
         answered_at: list[float] = []
 
         async def on_call(call: Call) -> None:
@@ -69,12 +70,13 @@ async def test_a_retry_after_on_progress_holds_no_answer_slot(
 
 
 async def test_an_hour_long_retry_after_is_not_waited_out_the_answer_is_posted_anew(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: REPLY
     openai_standin.delay_s = 0.5
-    engine = with_model(sample_engine, openai_standin, bot_max_concurrent_answers=1)
-    async with local_slack(engine.settings, engine) as local:
+    settings = model_settings(settings, openai_standin, bot_max_concurrent_answers=1)
+    engine = with_model(sample_engine, settings)
+    async with local_slack(settings, engine) as local:
         for _ in range(10):
             local.standin.fail_next("chat.update", HOUR)
         started = asyncio.get_running_loop().time()
@@ -89,10 +91,10 @@ async def test_an_hour_long_retry_after_is_not_waited_out_the_answer_is_posted_a
 
 
 async def test_an_hour_long_retry_after_everywhere_tells_the_asker_when_to_ask_again(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: REPLY
-    async with local_slack(sample_engine.settings, with_model(sample_engine, openai_standin)) as local:
+    async with local_slack(settings, with_model(sample_engine, model_settings(settings, openai_standin))) as local:
         for method in ("chat.update", "chat.postMessage"):
             for _ in range(10):
                 local.standin.fail_next(method, HOUR)

@@ -59,7 +59,8 @@ def test_readme_configuration_table_matches_the_settings_defaults() -> None:
     assert len(rows) > 20
     wrong = []
     for variables, defaults in rows:
-        assert len(variables) == len(defaults), f"row {variables}: {len(defaults)} defaults for {len(variables)} variables"
+        assert len(variables) == len(defaults), (
+            f"row {variables}: {len(defaults)} defaults for {len(variables)} variables")
         for variable, stated in zip(variables, defaults):
             assert variable in names, f"{variable} in the README is no setting"
             value = getattr(settings, names[variable])

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from docsbot.wiring import rag_config
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
 from rag.store import Store
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 from tests.standins.rerank_server import RerankStandIn
 
 QUESTION = "how do I set up the VPN on Linux?"
@@ -35,7 +36,7 @@ def reranker() -> RerankStandIn:
 def engine_with(sample_index: Path, embedder: LocalMiniLM, url: str, **overrides: object) -> Engine:
     settings = make_settings(sample_index, rerank_url=url, rerank_model="rerank-test", rerank_api_key="sk-rerank",
                              **overrides)
-    return Engine(settings, Store(str(sample_index)), embedder, ExtractiveAnswerer())
+    return Engine(rag_config(settings), Store(str(sample_index)), embedder, ExtractiveAnswerer())
 
 
 def test_the_rerankers_order_is_used(sample_index: Path, embedder: LocalMiniLM, reranker: RerankStandIn) -> None:
@@ -46,7 +47,7 @@ def test_the_rerankers_order_is_used(sample_index: Path, embedder: LocalMiniLM, 
     assert retrieval.selected[0].row["section"] == "Troubleshooting"
     body, headers = reranker.requests[0]
     assert body["model"] == "rerank-test" and body["query"] == QUESTION
-    assert body["top_n"] == len(body["documents"]) == engine.settings.rerank_top_n
+    assert body["top_n"] == len(body["documents"]) == engine.config.rerank.top_n
     assert headers["Authorization"] == "Bearer sk-rerank"
     answer = asyncio.run(engine.ask(QUESTION, Level.restricted))
     assert answer.diagnostics.rerank == "reranked" and "sk-rerank" not in str(answer.to_json())
@@ -56,7 +57,7 @@ def test_the_rerankers_order_is_used(sample_index: Path, embedder: LocalMiniLM, 
 def test_a_failing_reranker_keeps_the_fused_order_and_is_counted(
     sample_index: Path, embedder: LocalMiniLM, reranker: RerankStandIn, failure: str
 ) -> None:
-    plain = Engine(make_settings(sample_index), Store(str(sample_index)), embedder, ExtractiveAnswerer())
+    plain = Engine(rag_config(make_settings(sample_index)), Store(str(sample_index)), embedder, ExtractiveAnswerer())
     expected, _, _ = asyncio.run(plain.search(QUESTION, Level.restricted))
     url = reranker.url
     if failure == "slow":

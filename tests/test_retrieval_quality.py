@@ -9,20 +9,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from docsbot.wiring import retrieval_config
 from rag import answerability
 from rag.check import renumber
 from rag.followup import heuristic_query, looks_context_dependent
-from rag.generation import number_fit
+from rag.procedures import number_fit
 from rag.kinds import fits_kind, question_kind
 from rag.retrieval import DENSE, TEXT, RankedList, fuse, list_weights, mmr
 from rag.store import Hit
 from rag.terms import content_terms, question_terms
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
 
 
 def hit(chunk: str, doc: str, vector: list[float], score: float = 1.0, text: str = "") -> Hit:
     v = np.array(vector, dtype=np.float32)
-    return Hit({"chunk_id": chunk, "doc_path": doc, "access_rank": 0, "search_text": text}, v / np.linalg.norm(v), score)
+    return Hit({"chunk_id": chunk, "doc_path": doc, "access_rank": 0, "search_text": text}, v / np.linalg.norm(v),
+               score)
 
 
 def test_full_text_weight_follows_its_top_hits_term_coverage(tmp_path: Path) -> None:
@@ -30,12 +32,13 @@ def test_full_text_weight_follows_its_top_hits_term_coverage(tmp_path: Path) -> 
     full = [hit("a", "a.md", [1, 0], text="autovacuum settings for PostgreSQL")]
     half = [hit("a", "a.md", [1, 0], text="PostgreSQL replicas")]
     question = "autovacuum postgresql"
-    assert list_weights({DENSE: [], TEXT: full}, question, settings, "hybrid") == {DENSE: 1.0, TEXT: 2.0}
-    assert list_weights({DENSE: [], TEXT: half}, question, settings, "hybrid") == {DENSE: 1.0, TEXT: 1.0}
-    assert list_weights({DENSE: [], TEXT: []}, question, settings, "hybrid") == {DENSE: 1.0, TEXT: 0.0}
-    fixed = settings.model_copy(update={"fusion_coverage_power": 0.0})
+    config = retrieval_config(settings)
+    assert list_weights({DENSE: [], TEXT: full}, question, config, "hybrid") == {DENSE: 1.0, TEXT: 2.0}
+    assert list_weights({DENSE: [], TEXT: half}, question, config, "hybrid") == {DENSE: 1.0, TEXT: 1.0}
+    assert list_weights({DENSE: [], TEXT: []}, question, config, "hybrid") == {DENSE: 1.0, TEXT: 0.0}
+    fixed = retrieval_config(settings.model_copy(update={"fusion_coverage_power": 0.0}))
     assert list_weights({DENSE: [], TEXT: half}, question, fixed, "hybrid") == {DENSE: 1.0, TEXT: 2.0}
-    assert list_weights({TEXT: half}, question, settings, "bm25") == {TEXT: 2.0}  # one list: nothing to weigh
+    assert list_weights({TEXT: half}, question, config, "bm25") == {TEXT: 2.0}  # one list: nothing to weigh
 
 
 def test_document_fusion_lifts_a_page_both_lists_found() -> None:
@@ -75,13 +78,16 @@ def test_stems_and_synonyms_match_the_docs_words() -> None:
     assert content_terms("how long is a VPN configuration valid?") == content_terms("vpn configurations expire")
     assert "approve" in content_terms("who needs to sign off") and "approve" in content_terms("Approval needed")
     assert set(content_terms("how do I set up the VPN")) == {"install", "vpn"}
-    assert content_terms("who gets paged after 20 minutes?") == ["page", "20", "minute"]  # "gets" is a stop word as "get" is
+    # "gets" is a stop word as "get" is
+    assert content_terms("who gets paged after 20 minutes?") == ["page", "20", "minute"]
 
 
 def test_contractions_and_plurals_in_ies_match_the_docs_words() -> None:
     # "isn't" left "isn" as a question term no page contains, and "bodies" stemmed to "bodi"
-    assert question_terms("what happens to bodies when there isn't enough pressure? we'll see") == {"body", "enough", "pressure"}
-    assert content_terms("one body, two bodies; a city, three cities") == ["body", "two", "body", "city", "three", "city"]
+    assert question_terms("what happens to bodies when there isn't enough pressure? we'll see") == {
+        "body", "enough", "pressure"}
+    assert content_terms("one body, two bodies; a city, three cities") == [
+        "body", "two", "body", "city", "three", "city"]
 
 
 def test_citations_renumbered_in_the_order_shown() -> None:

@@ -14,46 +14,16 @@ import boto3
 import pytest
 
 from docsbot.cli import main
-from docsbot.settings import Settings
+from docsbot.wiring import rag_config, sync_config
 from eval.bench_sync import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
-from rag.levels import Level
 from rag.store import Store
 from sync.service import run_sync
 from tests.standins.s3 import LocalS3
-from tests.test_sync_support import new_repo, sync_settings
-
-VACATION = "# Vacation Policy\n\nEvery employee gets {days} vacation days per calendar year.\n"
-DOCS = {
-    "handbook/vacation.md": VACATION.format(days=25),
-    "handbook/expenses.md": "# Expenses\n\nMeals are covered up to 60 EUR per day.\n",
-    "ops/oncall.md": "# On-call\n\nThe on-call engineer answers pages within 15 minutes.\n",
-    "ops/backups.md": "# Backups\n\nBackups are kept for 30 days.\n",
-}
-
-
-def bucket_settings(tmp_path: Path, s3: LocalS3, source: Path) -> Settings:
-    local = sync_settings(tmp_path, source, work_dir=str(tmp_path / "work"), index_refresh_s=1.0,
-                          default_level="public")
-    return local.model_copy(update={"data_dir": s3.uri("team/index")})
-
-
-def synced_bucket(tmp_path: Path, s3: LocalS3, embedder: LocalMiniLM) -> tuple[Path, str, Settings]:
-    """The sample docs committed to a new repo and synced once into the bucket: (repo, commit, settings)."""
-    source = new_repo(tmp_path / "upstream")
-    first = commit_files(source, DOCS)
-    settings = bucket_settings(tmp_path, s3, source)
-    run_sync(settings, embedder)
-    return source, first, settings
-
-
-async def cited_commit(engine: Engine, question: str, doc_path: str) -> tuple[str, str]:
-    answer = await engine.ask(question, Level.public)
-    assert answer.answered, answer.detail
-    citation = next(c for c in answer.citations if c.doc_path == doc_path)
-    return citation.commit, answer.answer
+from tests.support.bucket import DOCS, VACATION, bucket_settings, cited_commit, synced_bucket
+from tests.support.sync import new_repo
 
 
 async def test_a_sync_writes_into_the_bucket_and_a_running_replica_sees_the_next_version(
@@ -62,17 +32,17 @@ async def test_a_sync_writes_into_the_bucket_and_a_running_replica_sees_the_next
     source = new_repo(tmp_path / "upstream")
     c1 = commit_files(source, DOCS)
     settings = bucket_settings(tmp_path, s3, source)
-    assert run_sync(settings, embedder).commit_after == c1
+    assert run_sync(sync_config(settings), embedder).commit_after == c1
     assert any(key.startswith("team/index/chunks.lance/") for key in s3.keys("team/index/"))
     assert not (tmp_path / "work" / "chunks.lance").exists()  # the index is only in the bucket
 
-    replica = Engine(settings, Store(settings.data_dir, refresh_s=settings.index_refresh_s), embedder,
+    replica = Engine(rag_config(settings), Store(settings.data_dir, refresh_s=settings.index_refresh_s), embedder,
                      ExtractiveAnswerer())
     commit, text = await cited_commit(replica, "How many vacation days do I get?", "handbook/vacation.md")
     assert commit == c1 and "25 vacation days" in text
 
     c2 = commit_files(source, {"handbook/vacation.md": VACATION.format(days=28)})
-    run_sync(settings, embedder)
+    run_sync(sync_config(settings), embedder)
     synced = time.monotonic()
     while (await cited_commit(replica, "How many vacation days do I get?", "handbook/vacation.md"))[0] != c2:
         assert time.monotonic() - synced < settings.index_refresh_s + 5, "the replica never saw the new version"
@@ -102,7 +72,7 @@ def test_a_reader_polling_the_bucket_during_a_sync_never_sees_half_of_it(
     poller = threading.Thread(target=poll)
     poller.start()
     try:
-        run_sync(settings, embedder)
+        run_sync(sync_config(settings), embedder)
     finally:
         done.set()
         poller.join()

@@ -32,22 +32,23 @@ import aiohttp
 import pytest
 from sqlalchemy import select
 
-from bot import demo
+from bot.local import demo
 from bot.app import EVENTS_PATH
 from bot.blocks import FEEDBACK_DOWN, THINKING
 from bot.deliveries import SlackDeliveries, buttons
-from bot.standin import SlackStandIn, visible_text
+from bot.local.standin import SlackStandIn, visible_text
 from eval.bench_sync import commit_files
-from rag.store import Store
 from state.answers import AnswerLog
-from state.db import StateDB, open_state
+from state.db import StateDB
+from state.opening import open_state
 from state.leases import Leases
 from state.ratelimit import RateWindow
 from state.sync_requests import SyncRequest
-from sync.lock import INDEX_WRITER
+from sync.lease import INDEX_WRITER
 from sync.status import recorded_status
 from tests.standins.s3 import LocalS3
-from tests.test_sync_support import new_repo
+from tests.support.sync import indexed_commit, new_repo
+from tests.support.waiting import until
 
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "scaleout-hook-secret"
@@ -182,17 +183,6 @@ class Cluster:
         return [m for m in self.standin.messages.get(channel, []) if m.get("bot_id") and m["text"] != THINKING]
 
 
-async def until(check: Any, timeout_s: float, message: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not await check():
-        assert time.monotonic() < deadline, message
-        await asyncio.sleep(0.2)
-
-
-def indexed_commit(s3: LocalS3) -> str | None:
-    return Store(s3.uri("team/index"), refresh_s=0).meta().get("commit")
-
-
 @asynccontextmanager
 async def cluster(tmp_path: Path, s3: LocalS3, db_url: str, per_minute: int = 1000) -> AsyncIterator[Cluster]:
     source = new_repo(tmp_path / "upstream")
@@ -249,7 +239,7 @@ async def bring_up(c: Cluster, standby: bool) -> str:
 
 async def indexed(c: Cluster, commit: str) -> bool:
     assert c.procs["worker"].poll() is None, c.log("worker")
-    return indexed_commit(c.s3) == commit
+    return indexed_commit(c.s3.uri("team/index")) == commit
 
 
 @pytest.mark.timeout(600)
@@ -334,7 +324,8 @@ async def test_a_push_mid_sync_reaches_the_other_replica_and_a_standby_replaces_
         commit_files(c.source, filler("one", 300))
         await c.push("A")
         await until(mid_sync, 60, "the worker did not start the sync")
-        c3 = commit_files(c.source, {"facilities/parking.md": "# Parking\n\nVisitors park on level -2 of the garage.\n"})
+        c3 = commit_files(c.source,
+                          {"facilities/parking.md": "# Parking\n\nVisitors park on level -2 of the garage.\n"})
         pushed = time.monotonic()
         await c.push("A")
         await until(lambda: parking_cited(c3), 120, "B never cited the pushed doc")
@@ -343,18 +334,18 @@ async def test_a_push_mid_sync_reaches_the_other_replica_and_a_standby_replaces_
         first, second = [r for r in await c.requests() if r.source == "webhook"][-2:]
         assert second.requested_at < first.finished_at  # pushed while the first run was syncing...
         assert second.ok and second.claimed_at >= first.finished_at  # ...and applied by the next one
-        assert indexed_commit(c.s3) == c3
+        assert indexed_commit(c.s3.uri("team/index")) == c3
 
         # kill -9 of the worker mid-sync: the standby takes the lease and converges; both replicas
         # answer from the old version until the new one is complete.
-        c4 = commit_files(c.source, {**filler("two", 300),
-                                     "facilities/parking.md": "# Parking\n\nVisitors park on level -3 of the garage.\n"})
+        c4 = commit_files(c.source, {
+            **filler("two", 300), "facilities/parking.md": "# Parking\n\nVisitors park on level -3 of the garage.\n"})
         await c.push("B")
         await until(mid_sync, 60, "the worker did not start the second sync")
         os.kill(c.procs["worker"].pid, signal.SIGKILL)
         killed = time.monotonic()
         answers: list[str] = []
-        while indexed_commit(c.s3) != c4:
+        while indexed_commit(c.s3.uri("team/index")) != c4:
             assert time.monotonic() - killed < 180, "the standby never finished the sync"
             for replica in ("A", "B"):
                 ts = await ask(c, replica, demo.ALICE, demo.GENERAL, PARKING_Q)

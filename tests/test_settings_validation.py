@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from docsbot.cli import main
-from tests.settings_walk import numeric_settings
+from tests.support.settings_walk import numeric_settings
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_every_numeric_setting_at_zero_minus_one_and_huge(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCSBOT_", "OPENAI_", "SLACK_"))}
-    done = subprocess.run([sys.executable, "-m", "tests.settings_walk", str(tmp_path)], cwd=REPO, env=env,
+    done = subprocess.run([sys.executable, "-m", "tests.support.settings_walk", str(tmp_path)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     cases = [json.loads(line) for line in done.stdout.splitlines()]

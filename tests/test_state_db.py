@@ -13,8 +13,10 @@ from sqlalchemy import inspect, text
 from docsbot.errors import UserError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from state.db import StateDB, StateUnavailable, _async_engine, alembic_config, database_url, migrate, open_state, redacted
-from tests.conftest import REPO, make_settings
+from docsbot.wiring import database_url
+from state.db import StateDB, StateUnavailable, _async_engine, alembic_config, migrate, redacted
+from state.opening import open_state
+from tests.support.settings import REPO, make_settings
 
 HEAD = ScriptDirectory.from_config(alembic_config()).get_current_head()
 
@@ -66,7 +68,8 @@ def test_an_unreachable_server_is_one_line_without_the_password(tmp_path: Path) 
             "DOCSBOT_DATABASE_URL": "postgresql://bot:hunter2@127.0.0.1:9/state"}
     done = subprocess.run([sys.executable, "-m", "docsbot.cli", "migrate"], env=env, capture_output=True, text=True)
     assert done.returncode == 2
-    assert done.stderr.startswith("docsbot: error: state database postgresql://bot:***@127.0.0.1:9/state is unavailable")
+    assert done.stderr.startswith(
+        "docsbot: error: state database postgresql://bot:***@127.0.0.1:9/state is unavailable")
     assert len(done.stderr.strip().splitlines()) == 1 and "hunter2" not in done.stderr
 
 

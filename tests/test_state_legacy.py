@@ -11,13 +11,12 @@ import pyarrow as pa
 from pydantic import SecretStr
 
 from docsbot.settings import Settings
+from docsbot.wiring import state_config
 from state.answers import AnswerLog
-from state.db import open_state
+from state.opening import open_state
 from state.legacy import LegacyImport
-from tests.conftest import make_settings
-from tests.together import run_together
-
-# The schemas of the tables written by the previous rag/answer_log.py, copied as they were.
+from tests.support.settings import make_settings
+from tests.support.together import run_together
 OLD_ANSWER_SCHEMA = pa.schema([
     ("answer_id", pa.string()), ("created_ms", pa.int64()), ("question", pa.string()), ("history", pa.string()),
     ("asker", pa.string()), ("asker_level", pa.string()), ("audience_level", pa.string()), ("level", pa.string()),
@@ -76,7 +75,7 @@ def settings_for(data_dir: Path, state_url: str) -> Settings:
 async def test_the_lancedb_answer_log_is_imported_once_on_first_open(tmp_path: Path, state_url: str) -> None:
     data_dir = tmp_path / "index"
     build_old_answer_log(data_dir)
-    db = await open_state(settings_for(data_dir, state_url))
+    db = await open_state(state_config(settings_for(data_dir, state_url)))
     log = AnswerLog(db)
     first = await log.get("aaaaaaaa00000001")
     assert first is not None and first.history == [{"speaker": "user", "text": "hi"}]
@@ -88,7 +87,8 @@ async def test_the_lancedb_answer_log_is_imported_once_on_first_open(tmp_path: P
     assert third is not None and (third.answered, third.abstain_reason) == (False, "no_match")
     votes = {(f.answer_id, f.user): f for f in await log.feedback(active=False)}
     assert sorted(votes) == [("aaaaaaaa00000001", "U1"), ("aaaaaaaa00000001", "U2"), ("aaaaaaaa00000002", "U1")]
-    assert (votes["aaaaaaaa00000001", "U1"].reason, votes["aaaaaaaa00000001", "U1"].expected) == ("outdated", "see faq.md")
+    vote = votes["aaaaaaaa00000001", "U1"]
+    assert (vote.reason, vote.expected) == ("outdated", "see faq.md")
     assert votes["aaaaaaaa00000001", "U2"].withdrawn and votes["aaaaaaaa00000002", "U1"].reaction_vote == "down"
     # still a working log: a new vote on an imported answer, and the candidates
     await log.add_feedback("bbbbbbbb00000003", "U4", "down", "reaction")
@@ -96,7 +96,7 @@ async def test_the_lancedb_answer_log_is_imported_once_on_first_open(tmp_path: P
     await db.close()
 
     # opened again (a restart): nothing imported twice, the newer vote kept; LanceDB left as it was
-    db = await open_state(settings_for(data_dir, state_url))
+    db = await open_state(state_config(settings_for(data_dir, state_url)))
     assert len(await AnswerLog(db).feedback(active=False)) == 4
     async with db.begin() as session:
         mark = await session.get(LegacyImport, str(data_dir))
@@ -112,10 +112,12 @@ async def test_two_processes_starting_at_once_import_once(tmp_path: Path, state_
         "import asyncio, sys, time\n"
         "from pydantic import SecretStr\n"
         "from docsbot.settings import Settings\n"
-        "from state.db import open_state\n"
+        "from docsbot.wiring import state_config\n"
+        "from state.opening import open_state\n"
         "async def main(data_dir, url, name, start):\n"
         "    await asyncio.sleep(float(start) - time.time())\n"
-        "    db = await open_state(Settings(_env_file=None, data_dir=data_dir, database_url=SecretStr(url)))\n"
+        "    db = await open_state(state_config(Settings(_env_file=None, data_dir=data_dir, "
+        "database_url=SecretStr(url))))\n"
         "    await db.close()\n"
         "asyncio.run(main(*sys.argv[1:]))\n"
     )
@@ -129,6 +131,6 @@ async def test_two_processes_starting_at_once_import_once(tmp_path: Path, state_
 
 
 async def test_a_new_data_dir_has_nothing_to_import(tmp_path: Path, state_url: str) -> None:
-    db = await open_state(settings_for(tmp_path / "never-indexed", state_url))
+    db = await open_state(state_config(settings_for(tmp_path / "never-indexed", state_url)))
     assert await AnswerLog(db).feedback(active=False) == []
     await db.close()

@@ -9,25 +9,20 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy import text
 
-from state.db import StateDB, open_state
+from state.db import StateDB
+
+from state.opening import open_state
 from state.dedupe import Dedupe
 from state.ratelimit import RateLimit
-from tests.together import run_together
-
-
-class Clock:
-    def __init__(self, now: float = 1_800_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import Clock
+from tests.support.together import run_together
 
 
 def replica_script(imports: str, repository: str, *body: str) -> str:
     """A replica process: open the state database (argv[1]), build `repo`, wait for the common
     start time (argv[3]), run `body` (one line per item), close."""
     lines = "".join(f"    {line}\n" for line in body)
-    return (f"import asyncio, sys, time\nfrom state.db import open_state\n{imports}\n"
+    return (f"import asyncio, sys, time\nfrom state.opening import open_state\n{imports}\n"
             "async def main(url, name, start):\n"
             f"    db = await open_state(url); repo = {repository}\n"
             "    await asyncio.sleep(float(start) - time.time())\n"

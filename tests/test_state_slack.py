@@ -16,13 +16,13 @@ import pytest
 from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
-from bot import demo
+from bot.local import demo
 from bot.access import load_access
 from bot.blocks import THINKING
 from bot.deliveries import buttons
 from bot.feedback import RETRY
-from bot.local import LocalSlack, local_slack
-from bot.standin import visible_text
+from bot.local.harness import LocalSlack, local_slack
+from bot.local.standin import visible_text
 from docsbot.settings import Settings
 from rag.engine import Engine
 
@@ -40,7 +40,9 @@ def answers(local: LocalSlack) -> list[dict[str, Any]]:
 
 
 @asynccontextmanager
-async def replicas(settings: Settings, engine: Engine, count: int = 2, **kwargs: Any) -> AsyncIterator[list[LocalSlack]]:
+async def replicas(
+    settings: Settings, engine: Engine, count: int = 2, **kwargs: Any
+) -> AsyncIterator[list[LocalSlack]]:
     """`count` bots, each with its own state connection pool, over one state database. (Each
     replica's deliveries number their event ids alike: tests give ids explicitly.)"""
     async with AsyncExitStack() as stack:
@@ -59,8 +61,8 @@ def post(replicas: list[LocalSlack], channel: str, user: str, text: str) -> str:
     return ts
 
 
-async def test_two_replicas_answer_each_message_once(sample_engine: Engine, state_url: str) -> None:
-    settings = with_state(sample_engine.settings, state_url)
+async def test_two_replicas_answer_each_message_once(sample_engine: Engine, settings: Settings, state_url: str) -> None:
+    settings = with_state(settings, state_url)
     async with replicas(settings, sample_engine) as (a, b):
         mention_text = f"<@{a.standin.workspace.bot_user_id}> {VPN}"
         # the same event to A, and Slack's retry of it to B: one answer, from A
@@ -87,8 +89,10 @@ async def test_two_replicas_answer_each_message_once(sample_engine: Engine, stat
         assert [u["channel"] for u in answers(a) + answers(b)].count(dm) == 1
 
 
-async def test_the_rate_limit_is_shared_by_the_replicas(sample_engine: Engine, state_url: str) -> None:
-    settings = with_state(sample_engine.settings, state_url, bot_user_questions_per_minute=2)
+async def test_the_rate_limit_is_shared_by_the_replicas(
+    sample_engine: Engine, settings: Settings, state_url: str
+) -> None:
+    settings = with_state(settings, state_url, bot_user_questions_per_minute=2)
     async with replicas(settings, sample_engine) as (a, b):
         for local in (a, a, b):
             ts = post([a, b], demo.GENERAL, demo.BOB, VPN)
@@ -100,13 +104,13 @@ async def test_the_rate_limit_is_shared_by_the_replicas(sample_engine: Engine, s
 
 
 async def test_feedback_summary_shows_an_admin_only_questions_at_their_level(
-    sample_engine: Engine, tmp_path: Path
+    sample_engine: Engine, settings: Settings, tmp_path: Path
 ) -> None:
     """Bob (team) and Alice (restricted) are both admins; a 👎 on an answer given at the
     restricted level is listed for Alice only."""
     access = tmp_path / "access.toml"
     access.write_text(demo.ACCESS_FILE.read_text().replace('admins = ["U_ALICE"]', 'admins = ["U_ALICE", "U_BOB"]'))
-    async with local_slack(sample_engine.settings, sample_engine, policy=load_access(access)) as local:
+    async with local_slack(settings, sample_engine, policy=load_access(access)) as local:
         dm = local.standin.dm_channel(demo.ALICE)
         ts = local.standin.post_as_user(dm, demo.ALICE, BREAK_GLASS)
         await local.slack.event(local.slack.direct_message(demo.ALICE, dm, BREAK_GLASS, ts))
@@ -127,7 +131,8 @@ async def test_feedback_summary_shows_an_admin_only_questions_at_their_level(
         assert ids["public"] in summary and ids["restricted"] not in summary and "tp-prod-db" not in summary
         await local.slack.command(demo.ALICE, demo.GENERAL, "feedback")
         await local.settle()
-        assert ids["public"] in local.standin.responses[-1]["text"] and ids["restricted"] in local.standin.responses[-1]["text"]
+        shown = local.standin.responses[-1]["text"]
+        assert ids["public"] in shown and ids["restricted"] in shown
 
 
 class Outage:
@@ -182,10 +187,10 @@ class Outage:
 
 
 async def test_while_the_state_database_is_unreachable_questions_are_answered_and_votes_ask_to_retry(
-    sample_engine: Engine, postgres_url: str, caplog: pytest.LogCaptureFixture
+    sample_engine: Engine, settings: Settings, postgres_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     outage = Outage(postgres_url)
-    settings = with_state(sample_engine.settings, await outage.bot_url())
+    settings = with_state(settings, await outage.bot_url())
     async with local_slack(settings, sample_engine) as local:
         ts = local.standin.post_as_user(demo.GENERAL, demo.BOB, VPN)
         await local.slack.event(local.slack.mention(demo.BOB, demo.GENERAL, VPN, ts), f"Ev{ts}")

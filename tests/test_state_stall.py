@@ -1,5 +1,5 @@
 """A Postgres that accepts connections and never answers, made by a TCP proxy in front of the real
-server (tests/tcp_proxy.py): every state operation ends in StateUnavailable within its bound and
+server (tests/support/tcp_proxy.py): every state operation ends in StateUnavailable within its bound and
 drops the silent connection, and a real `docsbot serve` stays ready and keeps answering questions
 (the README's "replicas keep answering"), then recovers once the server answers again."""
 from __future__ import annotations
@@ -13,11 +13,14 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from bot.standin import visible_text
+from bot.local.standin import visible_text
+from docsbot.settings import Settings
 from rag.engine import Engine
-from state.db import StateDB, StateUnavailable, open_state
-from tests.served import Served, served, until
-from tests.tcp_proxy import StallingProxy
+from state.db import StateDB, StateUnavailable
+from state.opening import open_state
+from tests.support.served import Served, served
+from tests.support.tcp_proxy import StallingProxy
+from tests.support.waiting import until
 
 VPN = "how do I set up the VPN?"
 ANSWER = "Use the VPN portal"
@@ -33,10 +36,8 @@ QUESTION_BOUND_S = POOLED_BOUND_S + NEW_CONNECTION_BOUND_S + 3.0
 
 
 @pytest.fixture
-async def proxied(postgres_server: str | None, postgres_url: str) -> AsyncIterator[tuple[StallingProxy, str]]:
-    """The proxy in front of a fresh database, and that database's URL through the proxy."""
-    if postgres_server is None:
-        pytest.skip("needs Postgres (DOCSBOT_TEST_DATABASE_URL or the Postgres binaries)")
+async def proxied(postgres_url: str) -> AsyncIterator[tuple[StallingProxy, str]]:
+    """The proxy in front of a fresh database (skipped without Postgres), and its URL through the proxy."""
     server = make_url(postgres_url)
     proxy = await StallingProxy(server.host or "127.0.0.1", server.port or 5432).start()
     try:
@@ -132,10 +133,10 @@ def answers(bot: Served) -> int:
 
 
 async def test_a_replica_stays_ready_and_answers_while_the_state_database_is_silent(
-    sample_engine: Engine, proxied: tuple[StallingProxy, str],
+    sample_engine: Engine, settings: Settings, proxied: tuple[StallingProxy, str],
 ) -> None:
     proxy, url = proxied
-    async with served(sample_engine.settings.data_dir, DOCSBOT_DATABASE_URL=url) as bot:
+    async with served(settings.data_dir, DOCSBOT_DATABASE_URL=url) as bot:
         assert await bot.ask(VPN) == 200
         await until(lambda: answers(bot) == 1, 60)
         assert (await readyz(bot))[:2] == (200, {"ready": True, "problems": {}, "degraded": {}})

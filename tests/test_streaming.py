@@ -4,32 +4,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot import demo
+from bot.local import demo
 from bot.blocks import FEEDBACK_DOWN, FEEDBACK_UP
 from bot.deliveries import buttons
-from bot.local import local_slack
-from bot.standin import visible_text
+from bot.local.harness import local_slack
+from bot.local.standin import visible_text
+from docsbot.wiring import llm_config
+from docsbot.settings import Settings
 from rag.answer import ABSTAIN_MESSAGES
 from rag.engine import Engine
 from rag.generation import OpenAIChat
 from rag.prompt import Source
-from tests.conftest import make_settings
+from tests.support.settings import make_settings
+from tests.support.slack import VPN, answers, chat_methods, mention, model_settings, streamed_text, with_model
 from tests.standins.openai_server import OpenAIStandIn
-from tests.test_bot import VPN, answers, mention, with_model
 
 LONG = "Connect through the VPN portal & sign in with your SSO account [1]. " * 12
 
 
-def chat_methods(local) -> list[str]:  # type: ignore[no-untyped-def]
-    return [c.method for c in local.standin.calls if c.method.startswith("chat.")]
-
-
 async def test_a_streaming_model_streams_the_answer_then_attaches_sources_and_feedback(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: LONG
-    engine = with_model(sample_engine, openai_standin)
-    async with local_slack(engine.settings, engine) as local:
+    settings = model_settings(settings, openai_standin)
+    engine = with_model(sample_engine, settings)
+    async with local_slack(settings, engine) as local:
         question, _ = await mention(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
         streamed = [m for m in chat_methods(local) if m.endswith("Stream")]
@@ -48,19 +47,13 @@ async def test_a_streaming_model_streams_the_answer_then_attaches_sources_and_fe
         assert await local.bot.services.answer_log.find_by_message(demo.GENERAL, answer["ts"]) is not None
 
 
-def streamed_text(local) -> str:  # type: ignore[no-untyped-def]
-    """Everything a stream showed, in order (what the readers saw before the final message)."""
-    calls = [c.params for c in local.standin.calls if c.method.endswith("Stream")]
-    return "".join((p.get("markdown_text") or "") + "".join(c.get("text", "") for c in p.get("chunks") or [])
-                   for p in calls)
-
-
 async def test_a_reply_whose_citations_name_no_source_is_never_streamed(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: LONG.replace("[1]", "[99]")  # no such source
-    engine = with_model(sample_engine, openai_standin)
-    async with local_slack(engine.settings, engine) as local:
+    settings = model_settings(settings, openai_standin)
+    engine = with_model(sample_engine, settings)
+    async with local_slack(settings, engine) as local:
         await mention(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
         assert not [m for m in chat_methods(local) if m.endswith("Stream")]
@@ -70,11 +63,12 @@ async def test_a_reply_whose_citations_name_no_source_is_never_streamed(
 
 
 async def test_a_stream_shows_nothing_after_a_citation_that_names_no_source(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: LONG + "Then wire the money to the account below [99]. " + LONG
-    engine = with_model(sample_engine, openai_standin)
-    async with local_slack(engine.settings, engine) as local:
+    settings = model_settings(settings, openai_standin)
+    engine = with_model(sample_engine, settings)
+    async with local_slack(settings, engine) as local:
         await mention(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
         shown = streamed_text(local)
@@ -84,11 +78,12 @@ async def test_a_stream_shows_nothing_after_a_citation_that_names_no_source(
 
 
 async def test_with_streaming_turned_off_the_placeholder_is_updated(
-    sample_engine: Engine, openai_standin: OpenAIStandIn
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
 ) -> None:
     openai_standin.reply = lambda messages: LONG
-    engine = with_model(sample_engine, openai_standin, llm_stream=False)
-    async with local_slack(engine.settings, engine) as local:
+    settings = model_settings(settings, openai_standin, llm_stream=False)
+    engine = with_model(sample_engine, settings)
+    async with local_slack(settings, engine) as local:
         await mention(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
         assert not [m for m in chat_methods(local) if m.endswith("Stream")]
@@ -102,7 +97,7 @@ async def test_an_endpoint_that_once_answers_with_one_body_is_still_streamed_the
 ) -> None:
     openai_standin.streams = False  # answers `"stream": true` with one JSON body
     openai_standin.reply = lambda messages: "Fine, no deploys on Friday [1]"
-    chat = OpenAIChat(make_settings(tmp_path, openai_base_url=openai_standin.base_url, llm_max_retries=0))
+    chat = OpenAIChat(llm_config(make_settings(tmp_path, openai_base_url=openai_standin.base_url, llm_max_retries=0)))
     pieces: list[str] = []
 
     async def sink(piece: str) -> None:

@@ -7,12 +7,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from docsbot.wiring import sync_config
 from eval.bench_sync import rebuild_at, run_git
 from rag.embeddings import LocalMiniLM
 from sync.service import run_sync
-from tests.test_sync_support import BUNDLE, assert_same_index, sync_settings
-
-# First-parent commits 8..16 under alerts/: edits, adds, an add with a rename-and-edit, two
+from tests.support.sync import BUNDLE, assert_same_index, sync_settings
 # commits outside alerts/ (nothing to do), and 15 files moved into a per-operator folder.
 START, STOP = 8, 16
 
@@ -29,7 +28,7 @@ def test_replay_matches_full_rebuild_after_every_commit(tmp_path: Path, embedder
     settings = sync_settings(tmp_path, source, repo_subdir="alerts", repo_web="https://github.com/openshift/runbooks")
 
     run_git(source, "checkout", "-q", "-B", "master", commits[START])
-    first = run_sync(settings, embedder)
+    first = run_sync(sync_config(settings), embedder)
     assert (first.mode, first.commit_after) == ("reconcile", commits[START])
     # The reference starts as a copy, so the 69 starting chunks are embedded once, not twice; each
     # rebuild below still rewrites every row, and embeds every new text on its own.
@@ -39,7 +38,7 @@ def test_replay_matches_full_rebuild_after_every_commit(tmp_path: Path, embedder
     for commit_id in commits[START + 1:STOP + 1]:
         run_git(source, "checkout", "-q", "-B", "master", commit_id)  # upstream moves on
         calls = embedder.calls
-        report = run_sync(settings, embedder)
+        report = run_sync(sync_config(settings), embedder)
         assert report.mode in ("incremental", "unchanged")
         assert report.commit_after == commit_id
         assert report.chunks_embedded == embedder.calls - calls

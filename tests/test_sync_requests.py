@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from state.db import open_state
+from state.opening import open_state
 from state.sync_requests import SyncRequests
 
 

@@ -13,13 +13,14 @@ import sys
 import time
 from pathlib import Path
 
+from docsbot.wiring import state_config, sync_config
 from eval.bench_sync import commit_files, run_git
 from rag.store import Store
-from state.db import open_state
+from state.opening import open_state
 from state.sync_status import SyncProgressRow
 from sync.status import load_status, render_status
-from tests.conftest import REPO, SHARED
-from tests.test_sync_support import new_repo, sync_settings
+from tests.support.settings import REPO, SHARED
+from tests.support.sync import new_repo, sync_settings
 
 AWSDOCS = SHARED / "eval" / "awsdocs-dev" / "docs"
 LEASE_TTL_S = 2.0
@@ -52,7 +53,7 @@ def sync_command(settings) -> tuple[list[str], dict[str, str]]:
 def progress_row(settings) -> SyncProgressRow | None:
     """The progress row itself, whoever wrote it (status ignores one whose writer died)."""
     async def read() -> SyncProgressRow | None:
-        db = await open_state(settings)
+        db = await open_state(state_config(settings))
         try:
             async with db.begin() as session:
                 return await session.get(SyncProgressRow, "index")
@@ -71,7 +72,7 @@ def test_sync_killed_at_half_embeds_only_the_rest(tmp_path: Path) -> None:
         status: dict = {}
         progress = None
         while time.monotonic() < deadline and first.poll() is None:
-            status = load_status(settings)
+            status = load_status(sync_config(settings))
             progress = status["syncing"]
             if progress and progress["total"] and progress["done"] >= progress["total"] / 2:
                 break
@@ -88,7 +89,7 @@ def test_sync_killed_at_half_embeds_only_the_rest(tmp_path: Path) -> None:
     assert "last sync: never" not in render_status(status)
     assert not Store(settings.data_dir).exists()  # nothing half-built is served
     assert progress_row(settings) is not None  # left behind by the killed writer...
-    while load_status(settings)["syncing"] is not None:  # ...and ignored once its lease expired
+    while load_status(sync_config(settings))["syncing"] is not None:  # ...and ignored once its lease expired
         assert time.monotonic() - killed < LEASE_TTL_S + 2, "the dead writer's progress is still shown"
         time.sleep(0.2)
 

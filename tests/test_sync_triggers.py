@@ -17,32 +17,29 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from docsbot.settings import Settings
+from docsbot.wiring import state_config, sync_config
 from eval.bench_sync import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.store import Store
-from state.db import open_state
+from state.opening import open_state
 from state.sync_requests import SyncRequests
 from sync.scheduler import schedule_trigger
 from sync.webhook import webhook_route
 from sync.worker import SyncWorker
-from tests.conftest import make_settings
-from tests.test_sync_support import new_repo, sync_settings
+from tests.support.settings import make_settings
+from tests.support.sync import indexed_commit, new_repo, sync_settings
+from tests.support.waiting import until
 
 SECRET = "hook-s3cret"
 PUSH = json.dumps({"ref": "refs/heads/main", "after": "0" * 40}).encode()
 
 
-async def until(condition, timeout: float = 60.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.1)
-
-
 @asynccontextmanager
-async def running_worker(settings: Settings, embedder: LocalMiniLM, watch: Path | None = None) -> AsyncIterator[SyncWorker]:
-    db = await open_state(settings)
-    worker = SyncWorker(settings, db, embedder, watch)
+async def running_worker(
+    settings: Settings, embedder: LocalMiniLM, watch: Path | None = None
+) -> AsyncIterator[SyncWorker]:
+    db = await open_state(state_config(settings))
+    worker = SyncWorker(sync_config(settings), db, embedder, watch)
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run(stop))
     try:
@@ -51,10 +48,6 @@ async def running_worker(settings: Settings, embedder: LocalMiniLM, watch: Path 
         stop.set()
         await asyncio.wait_for(task, 30)
         await db.close()
-
-
-def indexed_commit(store: Store) -> str | None:
-    return store.meta().get("commit")
 
 
 async def serve(route: web.RouteDef) -> tuple[web.AppRunner, str]:
@@ -76,9 +69,9 @@ async def test_webhook_requests_a_sync_only_with_a_valid_signature(tmp_path: Pat
     source = new_repo(tmp_path / "upstream")
     c1 = commit_files(source, {"ops/oncall.md": "# On-call\n\nPages are answered within 15 minutes.\n"})
     settings = sync_settings(tmp_path, source, webhook_secret=SECRET, branch="main", sync_interval_minutes=60)
-    db = await open_state(settings)
+    db = await open_state(state_config(settings))
     requests = SyncRequests(db)
-    app, url = await serve(webhook_route(settings, lambda: requests.request("webhook")))
+    app, url = await serve(webhook_route(sync_config(settings), lambda: requests.request("webhook")))
     store = Store(settings.data_dir, refresh_s=0)
     try:
         async with aiohttp.ClientSession() as http:
@@ -117,10 +110,10 @@ async def test_a_webhook_that_cannot_be_recorded_fails_so_the_git_host_redeliver
     settings = make_settings(tmp_path / "index", webhook_secret=SECRET, database_url="postgresql://nobody@127.0.0.1:9/x")
 
     async def record() -> None:
-        db = await open_state(settings)  # the state store is down
+        db = await open_state(state_config(settings))  # the state store is down
         await SyncRequests(db).request("webhook")
 
-    app, url = await serve(webhook_route(settings, record))
+    app, url = await serve(webhook_route(sync_config(settings), record))
     try:
         async with aiohttp.ClientSession() as http:
             async with http.post(url, data=PUSH, headers={"X-Gitlab-Token": SECRET}) as response:
@@ -135,7 +128,7 @@ async def test_webhook_without_a_secret_fails_closed(tmp_path: Path) -> None:
     async def trigger() -> None:
         triggered.append(1)
 
-    app, url = await serve(webhook_route(make_settings(tmp_path / "index"), trigger))
+    app, url = await serve(webhook_route(sync_config(make_settings(tmp_path / "index")), trigger))
     try:
         async with aiohttp.ClientSession() as http:
             async with http.post(url, data=PUSH, headers={"X-Hub-Signature-256": github_signature(PUSH)}) as response:
@@ -146,12 +139,12 @@ async def test_webhook_without_a_secret_fails_closed(tmp_path: Path) -> None:
 
 
 def test_schedule_is_an_interval_or_a_cron_expression_with_jitter(tmp_path: Path) -> None:
-    interval = schedule_trigger(make_settings(tmp_path, sync_interval_minutes=7, sync_jitter_s=20))
+    interval = schedule_trigger(sync_config(make_settings(tmp_path, sync_interval_minutes=7, sync_jitter_s=20)))
     assert isinstance(interval, IntervalTrigger) and interval.interval.total_seconds() == 420 and interval.jitter == 20
-    cron = schedule_trigger(make_settings(tmp_path, sync_cron="*/15 8-18 * * mon-fri"))
+    cron = schedule_trigger(sync_config(make_settings(tmp_path, sync_cron="*/15 8-18 * * mon-fri")))
     assert isinstance(cron, CronTrigger) and str(cron.fields[6]) == "*/15" and cron.jitter == 30
     with pytest.raises(ValueError, match="5 fields"):
-        schedule_trigger(make_settings(tmp_path, sync_cron="*/15 * *"))
+        schedule_trigger(sync_config(make_settings(tmp_path, sync_cron="*/15 * *")))
 
 
 async def test_the_worker_syncs_at_once_and_folds_requests_into_one_more_run(
@@ -171,7 +164,9 @@ async def test_the_worker_syncs_at_once_and_folds_requests_into_one_more_run(
         assert worker.runs <= 3  # five requests: one run, or two when a sync started between them
 
 
-async def test_the_watcher_reindexes_only_changed_files_of_a_local_folder(tmp_path: Path, embedder: LocalMiniLM) -> None:
+async def test_the_watcher_reindexes_only_changed_files_of_a_local_folder(
+    tmp_path: Path, embedder: LocalMiniLM
+) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# Alpha\n\nThe alpha service restarts nightly at 02:00.\n")

@@ -7,7 +7,6 @@ kinds, Slack method names and error codes): never user text or IDs.
 """
 from __future__ import annotations
 
-import asyncio
 import math
 import threading
 import time
@@ -21,7 +20,8 @@ from prometheus_client import (
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from rag.answer import ABSTAIN_MESSAGES
+from rag import ABSTAIN_MESSAGES, LLM_ERROR_KINDS, install_events
+from sync.events import install as install_sync_events
 
 # -- questions -----------------------------------------------------------------------------------
 SURFACES = ("mention", "dm", "command", "assistant")
@@ -67,7 +67,6 @@ SYNC_AGE = Gauge("docsbot_seconds_since_last_successful_sync", "Now minus the en
 _FILE_CHANGES = ("added", "modified", "deleted", "renamed")
 STAGES = ("embed", "retrieve", "rerank", "generate", "post", "total")
 FAILURES = ("error", "restarted", "rate_limited", "busy")
-LLM_ERROR_KINDS = ("timeout", "429", "5xx", "other")
 
 
 def _declare_series() -> None:
@@ -128,25 +127,6 @@ def _age(key: str) -> float:
 
 INDEX_COMMIT_AGE.set_function(lambda: _age("commit"))
 SYNC_AGE.set_function(lambda: _age("sync"))
-
-
-def llm_error_kind(exc: BaseException) -> str:
-    """timeout | 429 | 5xx | other, from an exception of the OpenAI client (or asyncio's timeout)."""
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in type(exc).__name__:
-        return "timeout"
-    status = getattr(exc, "status_code", None)
-    if status == 429:
-        return "429"
-    if isinstance(status, int) and status >= 500:
-        return "5xx"
-    return "other"
-
-
-def llm_failed(exc: BaseException) -> str:
-    """Count one failed LLM attempt; its kind."""
-    kind = llm_error_kind(exc)
-    LLM_ERRORS.labels(kind).inc()
-    return kind
 
 
 def serve_metrics(port: int) -> None:
@@ -213,3 +193,28 @@ def _timestamp(value: object) -> float | None:
 def exposition() -> tuple[bytes, str]:
     """The scrape body and its content type."""
     return generate_latest(_SCRAPED), CONTENT_TYPE_LATEST
+
+
+class _Counted:
+    """What rag (LLM attempts) and sync (each sync's outcome) report, counted in the series above."""
+
+    def llm_attempt(self) -> None:
+        LLM_CALLS.inc()
+
+    def llm_failed(self, kind: str) -> None:
+        LLM_ERRORS.labels(kind).inc()
+
+    def llm_retried(self, kind: str) -> None:
+        LLM_RETRIES.labels(kind).inc()
+
+    def sync_ok(self, report: Any, meta: dict[str, Any], chunks: int) -> None:
+        observe_sync_ok(report, meta, chunks)
+
+    def sync_failed(self, seconds: float) -> None:
+        observe_sync_failed(seconds)
+
+
+# The libraries report to no-ops until an application installs its own events: every process that
+# serves /metrics imports this module, so importing it is what turns the counting on.
+install_events(_Counted())
+install_sync_events(_Counted())

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import atexit
 import os
-import functools
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 from opentelemetry import trace
 
-P = ParamSpec("P")
-R = TypeVar("R")
 _TRACER = trace.get_tracer("docsbot")
 _provider: Any = None
 
@@ -52,17 +49,3 @@ def span(name: str, **attributes: Any) -> Iterator[Any]:
     """A span named `name`, the child of the current one; attributes must hold no user text."""
     with _TRACER.start_as_current_span(name, attributes=attributes) as current:
         yield current
-
-
-def traced(name: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
-    """Decorator: the coroutine function runs inside a span named `name`."""
-
-    def wrap(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-        @functools.wraps(fn)
-        async def inner(*args: P.args, **kwargs: P.kwargs) -> R:
-            with _TRACER.start_as_current_span(name):
-                return await fn(*args, **kwargs)
-
-        return inner
-
-    return wrap

@@ -1,6 +1,7 @@
 """Index errors, and the rewrapping that turns a Lance or I/O failure into one that says what to do."""
 from __future__ import annotations
 
+import errno
 import functools
 import inspect
 import re
@@ -29,6 +30,7 @@ class WriteRefused(StoreError):
 
 
 _RUST_LOCATION = re.compile(r",?\s*/\S+\.rs:\d+:\d+")
+_DISK_FULL = "No space left on device"  # strerror(ENOSPC), as Lance's Rust I/O errors quote it
 C = TypeVar("C", bound=type)
 
 
@@ -42,6 +44,9 @@ def unreadable(uri: str) -> Iterator[None]:
     except (OSError, RuntimeError) as exc:  # lance reports a missing data file as a RuntimeError
         text = str(exc).strip()
         reason = _RUST_LOCATION.sub("", text.splitlines()[0]) if text else type(exc).__name__
+        if getattr(exc, "errno", None) == errno.ENOSPC or _DISK_FULL in text:  # nothing to rebuild: no room
+            raise IndexUnreadable(f"the disk is full: free disk space, then sync again (the index at {uri} "
+                                  f"cannot be written: {reason})") from exc
         raise IndexUnreadable(f"the index at {uri} cannot be read ({reason}): "
                               "run `docsbot index --rebuild` to rebuild it from the docs") from exc
 

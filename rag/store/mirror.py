@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, Callable
 
 import pyarrow.fs as pafs
 
-from docsbot.settings import Settings
+from rag.config import IndexConfig
 from rag.store.schema import CHUNKS, META
 from rag.store.search import Store
 
@@ -231,7 +231,7 @@ class MirroredIndex:
         self.uri = uri
         self.folder = folder
         self.refresh_s = refresh_s
-        self._release = release  # gives the folder up (see mirror_folder)
+        self._release = release  # held for the process's life: it keeps the folder's lock (see mirror_folder)
         self.mirror = IndexMirror(uri, folder)
         self.store = Store(str(folder), refresh_s=None, label=uri)
         self.store.mirror = self
@@ -240,8 +240,6 @@ class MirroredIndex:
         self.checked_at: float | None = None  # when the bucket last answered
         self.down_since: float | None = None
         self.error: str | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def refresh(self) -> None:
         """One look at the bucket; copies and pins a new version when there is one."""
@@ -268,23 +266,16 @@ class MirroredIndex:
     def start(self) -> "MirroredIndex":
         """Copy the newest version now (the process starts on it), then keep refreshing."""
         self.refresh()
-        self._thread = threading.Thread(target=self._run, name="index-mirror", daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._run, name="index-mirror", daemon=True).start()  # until the process exits
         return self
 
     def _run(self) -> None:
-        while not self._stop.wait(max(self.refresh_s, MIN_REFRESH_S)):
+        while True:
+            time.sleep(max(self.refresh_s, MIN_REFRESH_S))
             try:
                 self.refresh()
             except Exception:  # a bug must not end the refreshes: searches would go stale silently
                 log.exception("index mirror refresh failed")
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        if self._release is not None:
-            self._release()
 
     def status(self) -> dict[str, Any]:
         """For `/docs status`: what is served, and whether the bucket answers."""
@@ -302,12 +293,12 @@ def is_remote(uri: str) -> bool:
     return "://" in uri and not uri.startswith("file://")
 
 
-def mirror_folder(settings: Settings) -> tuple[Path, Callable[[], None]]:
+def mirror_folder(config: IndexConfig) -> tuple[Path, Callable[[], None]]:
     """(folder, release): `<DOCSBOT_WORK_DIR>/index-mirror`, kept across restarts, when this
     process can lock it (release unlocks it); otherwise a private temporary folder, removed by
     release or at exit."""
-    if settings.work_dir:
-        folder = Path(settings.work_dir) / "index-mirror"
+    if config.work_dir:
+        folder = Path(config.work_dir) / "index-mirror"
         folder.mkdir(parents=True, exist_ok=True)
         lock = open(folder / ".lock", "w")  # locked while open: `release` keeps it referenced
         try:
@@ -321,16 +312,16 @@ def mirror_folder(settings: Settings) -> tuple[Path, Callable[[], None]]:
     return Path(scratch.name), scratch.cleanup
 
 
-def open_index(settings: Settings, read_only: bool = False) -> Store:
+def open_index(config: IndexConfig, read_only: bool = False) -> Store:
     """The index as this process should read it: a read-only process whose index is on object
     storage reads a local mirror of it (started here); every other reads DOCSBOT_DATA_DIR, as
     does a replica whose URI pyarrow cannot list (LanceDB may still read it)."""
-    if read_only and is_remote(settings.data_dir):
-        folder, release = mirror_folder(settings)
+    if read_only and is_remote(config.data_dir):
+        folder, release = mirror_folder(config)
         try:
-            return MirroredIndex(settings.data_dir, folder, settings.index_refresh_s, release).start().store
+            return MirroredIndex(config.data_dir, folder, config.refresh_s, release).start().store
         except ValueError as exc:
             release()
             log.warning("no local mirror of %s (%s): searches read it directly, and stop while it is "
-                        "unreachable", settings.data_dir, _first_line(exc))
-    return Store(settings.data_dir, refresh_s=settings.index_refresh_s)
+                        "unreachable", config.data_dir, _first_line(exc))
+    return Store(config.data_dir, refresh_s=config.refresh_s)

@@ -8,18 +8,19 @@ import logging
 from typing import Any
 
 import numpy as np
+from opentelemetry import trace
 
-from docsbot.observability.tracing import traced
 from rag.store.ann import AnnIndex
 from rag.store.errors import store_errors
 from rag.store.schema import SEARCH_COLUMNS, Hit, access_filter, fts_query, to_hits
 
 log = logging.getLogger(__name__)
+_TRACER = trace.get_tracer(__name__)
 
 
 @store_errors
 class Store(AnnIndex):
-    @traced("search.dense")
+    @_TRACER.start_as_current_span("search.dense")
     async def dense(self, vector: np.ndarray, max_rank: int, limit: int) -> list[Hit]:
         """Top `limit` chunks by cosine similarity among those at `max_rank` or below.
 
@@ -64,7 +65,7 @@ class Store(AnnIndex):
         query = query.bypass_vector_index() if nprobes is None else query.nprobes(nprobes)
         return to_hits(await query.to_arrow(), "_distance", exact_for=vector)
 
-    @traced("search.text")
+    @_TRACER.start_as_current_span("search.text")
     async def text(self, query: str, max_rank: int, limit: int) -> list[Hit]:
         words = fts_query(query)
         if not words:

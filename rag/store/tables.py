@@ -56,7 +56,7 @@ class Tables:
         self._ann: AnnState | None = None  # the vector index's routing facts (ann.py), per table version
         self.mirror: MirroredIndex | None = None  # what keeps a pinned store current (a replica's copy)
         # Asked right before each commit that changes what readers see: None, or why this process
-        # must not write (sync/lock.py: the index-writer lease was lost). The vector cache is
+        # must not write (sync/lease.py: the index-writer lease was lost). The vector cache is
         # not asked: it maps a text's hash to its vector, so a late write there is harmless.
         self.may_write: Callable[[], str | None] | None = None
 

@@ -110,7 +110,8 @@ class OpenAIStandIn(ThreadedServer):
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         step = self.stream_piece_chars
-        pieces = [{"role": "assistant", "content": ""}] + [{"content": text[i:i + step]} for i in range(0, len(text), step)]
+        pieces = [{"role": "assistant", "content": ""}] + [
+            {"content": text[i:i + step]} for i in range(0, len(text), step)]
         for n, delta in enumerate(pieces):
             chunk = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created": int(time.time()),
                      "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}

@@ -82,7 +82,8 @@ def upgrade() -> None:
     sa.Column('expected', sa.Text(), nullable=True),
     sa.Column('created_ms', sa.BigInteger(), nullable=False),
     sa.Column('updated_ms', sa.BigInteger(), nullable=False),
-    sa.ForeignKeyConstraint(['answer_id'], ['answers.answer_id'], name=op.f('fk_feedback_answer_id_answers'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['answer_id'], ['answers.answer_id'], name=op.f('fk_feedback_answer_id_answers'),
+                            ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('answer_id', 'user_id', name=op.f('pk_feedback'))
     )
 

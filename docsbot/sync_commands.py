@@ -1,22 +1,14 @@
-"""`docsbot sync` and `docsbot status` (registered into the `docsbot` command by `register`)."""
+"""`docsbot sync` and `docsbot status` (registered into the `docsbot` command by `register`): they build
+the sync's configuration from the settings and run `sync`."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
-import signal
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import SecretStr
-
-from docsbot.observability import metrics
-from docsbot.settings import Settings
-from state.db import open_state
-from sync.service import local_folder, run_sync
-from sync.status import load_status, render_status
-from sync.worker import SyncWorker
-from sync.workcopy import is_local_uri
+if TYPE_CHECKING:  # the commands import what they run, so that registering them costs nothing
+    from docsbot.settings import Settings
 
 log = logging.getLogger("docsbot.sync")
 
@@ -32,11 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_sync)
 
     p = sub.add_parser("status", help="indexed commit, document and chunk counts, last sync outcome")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the status as JSON")
     p.set_defaults(handler=cmd_status)
 
 
 def with_source(settings: Settings, args: argparse.Namespace) -> Settings:
+    from pydantic import SecretStr
+
     updates: dict[str, object] = {}
     if args.repo:
         updates["repo"] = SecretStr(args.repo)
@@ -46,34 +40,44 @@ def with_source(settings: Settings, args: argparse.Namespace) -> Settings:
 
 
 def cmd_sync(settings: Settings, args: argparse.Namespace) -> int:
+    import asyncio
+
+    from docsbot.readiness import say_readable
+    from docsbot.wiring import sync_config
+    from sync.service import run_sync
+
     settings = with_source(settings, args)
     if args.watch:
         asyncio.run(watch_and_sync(settings))
         return 0
-    report = run_sync(settings)
+    report = run_sync(sync_config(settings))
     print(json.dumps(report.to_json()) if args.json else report.render())
+    say_readable(settings, args.json)
     return 0
 
 
 def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
-    status = load_status(settings)
+    from docsbot.wiring import sync_config
+    from sync.status import load_status, render_status
+
+    status = load_status(sync_config(settings))
     print(json.dumps(status) if args.json else render_status(status))
     return 2 if status["index_error"] else 0
-
-
-def watched_path(settings: Settings) -> Path | None:
-    """The local folder or local repository whose changes trigger a sync, if any."""
-    folder = local_folder(settings)
-    if folder is not None:
-        return folder
-    url = settings.repo.get_secret_value() if settings.repo else ""
-    return Path(url) if url and is_local_uri(url) and Path(url).is_dir() else None
 
 
 async def watch_and_sync(settings: Settings) -> None:
     """The foreground `--watch` worker: stand by for the writer lease, then sync on requests, the
     schedule and (for a local source) file changes, until SIGINT or SIGTERM. Metrics are served on
     DOCSBOT_METRICS_PORT."""
+    import asyncio
+    import signal
+
+    from docsbot.observability import metrics
+    from docsbot.wiring import sync_config
+    from state.opening import open_state
+    from sync.service import watched_path
+    from sync.worker import SyncWorker
+
     if settings.metrics_port:
         try:
             metrics.serve_metrics(settings.metrics_port)
@@ -85,8 +89,9 @@ async def watch_and_sync(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    db = await open_state(settings)
+    config = sync_config(settings)
+    db = await open_state(config.state)
     try:
-        await SyncWorker(settings, db, watch=watched_path(settings)).run(stop)
+        await SyncWorker(config, db, watch=watched_path(config)).run(stop)
     finally:
         await db.close()

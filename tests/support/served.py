@@ -5,18 +5,18 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import aiohttp
 
-from bot import demo
+from bot.local import demo
 from bot.app import EVENTS_PATH
-from bot.bench_acks import free_port, serve_env
+from eval.bench_acks import free_port, serve_env
 from bot.deliveries import SlackDeliveries
-from bot.standin import SlackStandIn
-from tests.conftest import REPO
+from bot.local.standin import SlackStandIn
+from tests.support.settings import REPO
 from tests.standins.openai_server import OpenAIStandIn
 
 
@@ -43,12 +43,6 @@ class Served:
     async def stop(self) -> int:
         self.process.terminate()
         return await asyncio.wait_for(self.process.wait(), 30)
-
-
-async def until(condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
-    async with asyncio.timeout(timeout_s):
-        while not condition():
-            await asyncio.sleep(0.05)
 
 
 async def _collect(stream: asyncio.StreamReader, lines: list[str]) -> None:

@@ -1,4 +1,4 @@
-"""Helpers for the sync tests (no tests here): real git repositories in a temp dir, and the
+"""Helpers for the sync tests: real git repositories in a temp dir, and the
 comparison of an incrementally synced index with a full rebuild (shared with the benchmark)."""
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 from docsbot.settings import Settings
 from eval.bench_sync import CORPUS, index_differences, index_rows, run_git
-from tests.conftest import make_settings
+from rag.store import Store
+from tests.support.settings import make_settings
 
 BUNDLE = CORPUS
 
@@ -30,3 +31,9 @@ def assert_same_index(synced: Path | str, rebuilt: Path | str) -> None:
     """Same chunk ids, texts, metadata and vectors (to float tolerance)."""
     assert index_rows(synced), "empty index"
     assert index_differences(synced, rebuilt) == []
+
+
+def indexed_commit(index: Store | str) -> str | None:
+    """The commit the index (a Store, or its folder or bucket URI) was last synced at."""
+    store = Store(index, refresh_s=0) if isinstance(index, str) else index
+    return store.meta().get("commit")

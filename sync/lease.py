@@ -28,10 +28,11 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import TypeVar
 
-from docsbot.settings import Settings
-from rag.store import Store
-from state.db import StateDB, StateUnavailable, open_state
+from rag import Store
+from state.db import StateDB, StateUnavailable
+from state.opening import open_state
 from state.leases import Leases
+from sync.config import LeaseConfig
 from sync.errors import SyncBusy, SyncError
 
 log = logging.getLogger("docsbot.sync")
@@ -49,11 +50,11 @@ def holder_id() -> str:
 class WriterLease:
     """The index-writer lease of one process, renewed in the background while held."""
 
-    def __init__(self, db: StateDB, settings: Settings, holder: str | None = None) -> None:
+    def __init__(self, db: StateDB, config: LeaseConfig, holder: str | None = None) -> None:
         self.db = db
         self.holder = holder or holder_id()
-        self.ttl_s = settings.sync_lease_ttl_s
-        self.renew_s = settings.sync_lease_renew_s
+        self.ttl_s = config.ttl_s
+        self.renew_s = config.renew_s
         self._leases = Leases(db)
         self._held = False
         self._valid_until = 0.0  # monotonic time until which the last renewal guarantees it
@@ -195,7 +196,7 @@ async def _take_or_wait(lease: WriterLease, wait_s: float) -> None:
 
 
 @contextmanager
-def writer_lease(settings: Settings, wait_s: float | None = None) -> Iterator[WriterLease]:
+def writer_lease(config: LeaseConfig, wait_s: float | None = None) -> Iterator[WriterLease]:
     """Hold the index-writer lease for the block. While another process holds it, wait up to
     `wait_s` (default: the lease's TTL and one renewal, by when the lease of a holder that was
     killed has expired), saying once whom for; raise SyncBusy when it is still held then.
@@ -204,11 +205,11 @@ def writer_lease(settings: Settings, wait_s: float | None = None) -> Iterator[Wr
     so this works from plain synchronous code."""
     started: Future[WriterLease] = Future()
     done = threading.Event()
-    wait_s = settings.sync_lease_ttl_s + settings.sync_lease_renew_s if wait_s is None else wait_s
+    wait_s = config.ttl_s + config.renew_s if wait_s is None else wait_s
 
     async def hold() -> None:
-        db = await open_state(settings)
-        lease = WriterLease(db, settings)
+        db = await open_state(config.state)
+        lease = WriterLease(db, config)
         try:
             await _take_or_wait(lease, wait_s)
             started.set_result(lease)

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from tests.conftest import REPO
+from tests.support.settings import REPO
 
 START_AFTER_S = 4.0  # time for every process to import and connect before the common start
 

@@ -1,0 +1,42 @@
+"""Citation links: the docs repository's web address and link pattern, from the settings.
+
+DOCSBOT_REPO_WEB, else derived from DOCSBOT_REPO when it is a GitHub, GitLab or Bitbucket URL.
+Used where the configuration is built (docsbot/wiring.py) and by `doctor` (docsbot/readiness.py).
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from docsbot.settings import Settings
+
+# A remote on a host whose web pages we know how to address: https://host/owner/repo(.git),
+# ssh://git@host/owner/repo.git or git@host:owner/repo.git; credentials in the URL are dropped.
+_REMOTE = re.compile(r"^(?:(?:https?|ssh|git)://(?:[^@/]+@)?|[^@/\s]+@)(?P<host>[^/:]+)(?::\d+)?[:/]"
+                     r"(?P<path>[^?#\s]+?)(?:\.git)?/?$")
+# host -> the DOCSBOT_LINK_TEMPLATE for its file pages at a commit
+HOST_TEMPLATES = {"github.com": "github", "gitlab.com": "gitlab",
+                  "bitbucket.org": "{repo_web}/src/{commit}/{path}#{anchor}"}
+
+
+def web_from_remote(url: str) -> tuple[str, str] | None:
+    """(repo web address, link template) of a GitHub, GitLab or Bitbucket remote, else None."""
+    match = _REMOTE.match(url.strip())
+    if match is None or match["host"].lower() not in HOST_TEMPLATES:
+        return None
+    host = match["host"].lower()
+    return f"https://{host}/{match['path'].strip('/')}", HOST_TEMPLATES[host]
+
+
+def links_of(settings: Settings) -> tuple[str, str]:
+    """(repo web address, link pattern) for citations: DOCSBOT_REPO_WEB, else derived from
+    DOCSBOT_REPO when it is a GitHub, GitLab or Bitbucket URL (a string, no git call), with that
+    host's link template unless DOCSBOT_LINK_TEMPLATE is set."""
+    from docsbot.settings import LINK_PRESETS
+
+    derived = None if settings.repo_web or settings.repo is None else web_from_remote(settings.repo.get_secret_value())
+    if derived is None:
+        return settings.repo_web, settings.link_pattern
+    template = settings.link_template if "link_template" in settings.model_fields_set else derived[1]
+    return derived[0], LINK_PRESETS.get(template, template)

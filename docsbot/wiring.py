@@ -1,0 +1,113 @@
+"""From the one `Settings` to the configuration each library takes: configuration flows down.
+
+`rag`, `sync` and `state` never see `Settings`: each defines the small frozen objects it reads
+(rag/config.py, sync/config.py, state/config.py), and they are built here. This is also where an
+engine and the state store are opened from settings.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import SecretStr
+
+from docsbot.errors import UserError
+from docsbot.links import links_of
+from docsbot.settings import Settings
+from rag import (
+    AnswerConfig, ChunkingConfig, DocsConfig, EmbeddingConfig, IndexConfig, LinkConfig, LLMConfig, RagConfig,
+    RerankConfig, RetrievalConfig,
+)
+from state.config import StateConfig
+from sync.config import LeaseConfig, SyncConfig
+
+if TYPE_CHECKING:
+    from rag import Engine, Generator
+    from state.db import StateDB
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
+def llm_config(s: Settings) -> LLMConfig:
+    return LLMConfig(
+        base_url=s.openai_base_url, api_key=_secret(s.openai_api_key), chat_model=s.chat_model,
+        attempt_timeout_s=s.llm_attempt_timeout_s, total_timeout_s=s.llm_total_timeout_s,
+        max_retries=s.llm_max_retries, max_tokens=s.llm_max_tokens, stream=s.llm_stream,
+        followup_rewrite_timeout_s=s.followup_rewrite_timeout_s,
+    )
+
+
+def retrieval_config(s: Settings) -> RetrievalConfig:
+    return RetrievalConfig(
+        top_k=s.top_k, candidates=s.candidates, min_similarity=s.min_similarity, rrf_k=s.rrf_k,
+        dense_weight=s.dense_weight, bm25_weight=s.bm25_weight, mmr_lambda=s.mmr_lambda,
+        fusion_coverage_power=s.fusion_coverage_power, doc_fusion=s.doc_fusion,
+        max_chunks_per_doc=s.max_chunks_per_doc,
+    )
+
+
+def rag_config(s: Settings) -> RagConfig:
+    return RagConfig(
+        docs=DocsConfig(tuple(s.include), tuple(s.exclude), s.max_file_bytes, dict(s.path_levels), s.default_level),
+        chunking=ChunkingConfig(s.chunk_size, s.chunk_overlap),
+        links=LinkConfig(*links_of(s), s.repo_subdir),
+        index=IndexConfig(s.data_dir, s.work_dir, s.index_refresh_s, s.ann_min_rows),
+        embedding=EmbeddingConfig(s.embedding_provider, s.embedding_model, s.embedding_dim, s.embedding_threads,
+                                  s.embedding_batch),
+        llm=llm_config(s),
+        rerank=RerankConfig(s.rerank_url, s.rerank_model, _secret(s.rerank_api_key), s.rerank_timeout_s,
+                            s.rerank_top_n),
+        retrieval=retrieval_config(s),
+        answer=AnswerConfig(s.no_access_margin, s.context_budget_chars, s.expand_top_doc, s.access_hint,
+                            s.answerability_file),
+    )
+
+
+def database_url(s: Settings) -> str:
+    """DOCSBOT_DATABASE_URL, else a SQLite file beside a local index, else in the work dir."""
+    if s.database_url is not None:
+        return s.database_url.get_secret_value()
+    if "://" not in s.data_dir:
+        folder = Path(s.data_dir)
+    elif s.work_dir:
+        folder = Path(s.work_dir)
+    else:
+        raise UserError(
+            "DOCSBOT_DATA_DIR is a URI, so the state database cannot live beside the index: "
+            "set DOCSBOT_DATABASE_URL (postgresql://…) or DOCSBOT_WORK_DIR (for a local SQLite file)"
+        )
+    return f"sqlite:///{(folder / 'state.db').resolve()}"
+
+
+def state_config(s: Settings) -> StateConfig:
+    """The state store, importing the old LanceDB answer log beside the index the first time."""
+    return StateConfig(database_url(s), legacy_index=s.data_dir)
+
+
+def lease_config(s: Settings) -> LeaseConfig:
+    return LeaseConfig(state_config(s), s.sync_lease_ttl_s, s.sync_lease_renew_s)
+
+
+def sync_config(s: Settings) -> SyncConfig:
+    return SyncConfig(
+        rag=rag_config(s), lease=lease_config(s), repo=_secret(s.repo), branch=s.branch,
+        docs_dir=s.docs_dir, work_dir=s.work_dir, git_timeout_s=s.git_timeout_s,
+        fetch_retries=s.sync_fetch_retries, retry_backoff_s=s.sync_retry_backoff_s,
+        interval_minutes=s.sync_interval_minutes, cron=s.sync_cron, jitter_s=s.sync_jitter_s,
+        watch_debounce_ms=s.watch_debounce_ms, kill_at=s.sync_kill_at, request_poll_s=s.sync_request_poll_s,
+        webhook_secret=_secret(s.webhook_secret),
+    )
+
+
+def open_engine(s: Settings, generator: "Generator | None" = None, read_only: bool = False) -> "Engine":
+    from rag import Engine
+
+    return Engine.open(rag_config(s), generator, read_only)
+
+
+async def open_state_db(s: Settings) -> "StateDB":
+    from state.opening import open_state
+
+    return await open_state(state_config(s))

@@ -1,0 +1,134 @@
+"""What `rag` is told: small frozen configuration objects, one per concern.
+
+`rag` reads no environment and knows no application settings: the application builds these
+from its own settings (docsbot/wiring.py) and passes them in. Each object holds only what its
+part of the pipeline uses, so an engine never sees a Slack token or a database URL. Secrets are
+plain strings left out of the repr.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rag.documents import AccessRules
+from rag.levels import Level
+
+
+@dataclass(frozen=True)
+class DocsConfig:
+    """Which files of a folder are documents, and the level of one without `access`."""
+
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    max_file_bytes: int
+    # Path rules, first match wins ({"public/**": Level.public}); else `default_level`.
+    path_levels: dict[str, Level]
+    default_level: Level
+
+    def access_rules(self) -> AccessRules:
+        return AccessRules(dict(self.path_levels), self.default_level)
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    size: int
+    overlap: int
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """Citation links: `pattern` has {repo_web} {commit} {path} {anchor}; empty `repo_web`: none."""
+
+    repo_web: str
+    pattern: str
+    repo_subdir: str
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """Where the index lives (a folder or a LanceDB URI) and how it is read and tuned."""
+
+    data_dir: str
+    # A replica's mirror of an index in a bucket goes to `<work_dir>/index-mirror` (empty: a
+    # temporary folder, removed at exit).
+    work_dir: str
+    refresh_s: float
+    ann_min_rows: int
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """An OpenAI-compatible endpoint: chat (answers, follow-up rewrites) and embeddings."""
+
+    base_url: str | None
+    api_key: str | None = field(repr=False)
+    chat_model: str
+    attempt_timeout_s: float
+    total_timeout_s: float
+    max_retries: int
+    max_tokens: int
+    stream: bool
+    followup_rewrite_timeout_s: float
+
+    @property
+    def enabled(self) -> bool:
+        """The endpoint is used when a base URL or key is configured."""
+        return bool(self.base_url or self.api_key)
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    provider: Literal["local", "openai"]
+    model: str
+    dim: int
+    threads: int  # bulk embedding; 0: automatic (see rag.embeddings.bulk_threads)
+    batch: int
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """A `/rerank` endpoint; an empty `url` means no reranker."""
+
+    url: str
+    model: str
+    api_key: str | None = field(repr=False)
+    timeout_s: float
+    top_n: int
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    top_k: int
+    candidates: int
+    min_similarity: float
+    rrf_k: int
+    dense_weight: float
+    bm25_weight: float
+    mmr_lambda: float
+    fusion_coverage_power: float
+    doc_fusion: float
+    max_chunks_per_doc: int
+
+
+@dataclass(frozen=True)
+class AnswerConfig:
+    no_access_margin: float
+    context_budget_chars: int
+    expand_top_doc: bool
+    access_hint: bool
+    answerability_file: str  # empty: the parameter file in the package
+
+
+@dataclass(frozen=True)
+class RagConfig:
+    """Everything an Engine, the indexer and the embedder factory are configured with."""
+
+    docs: DocsConfig
+    chunking: ChunkingConfig
+    links: LinkConfig
+    index: IndexConfig
+    embedding: EmbeddingConfig
+    llm: LLMConfig
+    rerank: RerankConfig
+    retrieval: RetrievalConfig
+    answer: AnswerConfig

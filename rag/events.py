@@ -1,0 +1,65 @@
+"""What `rag` reports as it works, for an application's metrics: LLM attempts, failures, retries.
+
+`rag` knows no metrics library. It calls the installed `RagEvents`, which does nothing until the
+application installs its own (docsbot counts them in Prometheus, docsbot/observability/metrics.py).
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+
+class RagEvents(Protocol):
+    def llm_attempt(self) -> None:
+        """A chat-completion attempt is being sent."""
+
+    def llm_failed(self, kind: str) -> None:
+        """An attempt failed; `kind` is one of LLM_ERROR_KINDS."""
+
+    def llm_retried(self, kind: str) -> None:
+        """An attempt that failed with `kind` is retried."""
+
+
+LLM_ERROR_KINDS = ("timeout", "429", "5xx", "other")
+
+
+class _Quiet:
+    def llm_attempt(self) -> None:
+        pass
+
+    def llm_failed(self, kind: str) -> None:
+        pass
+
+    def llm_retried(self, kind: str) -> None:
+        pass
+
+
+_installed: RagEvents = _Quiet()
+
+
+def install(events: RagEvents) -> None:
+    global _installed
+    _installed = events
+
+
+def events() -> RagEvents:
+    return _installed
+
+
+def llm_error_kind(exc: BaseException) -> str:
+    """timeout | 429 | 5xx | other, from an exception of the OpenAI client (or asyncio's timeout)."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in type(exc).__name__:
+        return "timeout"
+    status = getattr(exc, "status_code", None)
+    if status == 429:
+        return "429"
+    if isinstance(status, int) and status >= 500:
+        return "5xx"
+    return "other"
+
+
+def llm_failed(exc: BaseException) -> str:
+    """Report one failed LLM attempt; its kind."""
+    kind = llm_error_kind(exc)
+    _installed.llm_failed(kind)
+    return kind
