@@ -21,17 +21,16 @@ from bot.access import AccessFile, AccessPolicy, tell_admins
 from bot.answering import Answerer
 from bot.directory import Directory
 from bot.health import Readiness, health_routes, refuse_while_stopping, standard_checks
-from bot.limits import AnswerQueue
+from bot.queue import AnswerQueue
 from bot.listeners import register_listeners
-from bot.middleware import attach, drop_retries
+from bot.middleware import attach, drop_malformed, drop_retries
 from bot.ratelimits import CappedRateLimitRetry
 from bot.docs_sync import status_text
 from bot.services import Services, SyncCommand
 from bot.telemetry import ObservedWebClient, request_kind, slack_request
 from bot.work import BackgroundWork
 from docsbot.settings import Settings
-from rag.embeddings import bulk_threads
-from rag.engine import Engine
+from rag import Engine, bulk_threads
 from state.answers import AnswerLog
 from state.db import StateDB
 from state.dedupe import Dedupe
@@ -82,7 +81,8 @@ def build_bot(
     access = AccessFile(settings.access_file) if policy is None else AccessFile.fixed(policy)
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
     client = web_client(settings)
-    app = AsyncApp(client=client, signing_secret=secret, name="docsbot", process_before_response=False)
+    # The signature is checked once, by `signed_by_slack` on the raw bytes, before Bolt sees them.
+    app = AsyncApp(client=client, name="docsbot", process_before_response=False, request_verification_enabled=False)
     directory = Directory(client, access, settings.bot_lookup_ttl_s)
     answer_log = AnswerLog(state, settings.answer_log_days)
     answerer = Answerer(
@@ -99,12 +99,13 @@ def build_bot(
         answer_log=answer_log,
         work=BackgroundWork(),
         dedupe=Dedupe(state),
-        status=lambda: status_text(engine.store, state),
+        status=lambda details: status_text(engine.store, state, details),
         run_sync=run_sync,
     )
     access.on_invalid = lambda previous, problem: services.work.spawn(
         tell_admins(client, previous.admins, problem), name="access-file-invalid")
     app.use(attach(services))
+    app.use(drop_malformed)
     app.use(drop_retries(services))
     register_listeners(app)
     return DocsBot(app, services, secret, list(routes or []), Readiness(standard_checks(services)))
@@ -150,11 +151,30 @@ def _objects_where_expected(value: dict[str, Any]) -> bool:
         _objects_where_expected(value[key]) for key in _OBJECTS if key in value)
 
 
+MAX_NESTING = 64  # lists and objects inside each other; Slack's deepest payloads (rich text) nest ~12
+
+
+def _nested_within(value: object, limit: int) -> bool:
+    """Whether `value` holds no list or object more than `limit` levels deep (walked without
+    recursion: a deeply nested payload must not exhaust the stack of what reads it)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in children)
+    return True
+
+
 def readable_by_bolt(body: object) -> bool:
-    """Whether Bolt can take the request apart: a JSON object whose `event`, `view`... (if any)
-    are objects, whose `actions` are objects, and that all of Bolt's own payload readers accept.
-    Bolt indexes into these without checks (a 500 and a traceback otherwise)."""
-    if not isinstance(body, dict) or not _objects_where_expected(body):
+    """Whether Bolt can take the request apart: a JSON object nested at most MAX_NESTING deep
+    whose `event`, `view`... (if any) are objects, whose `actions` are objects, and that all of
+    Bolt's own payload readers accept. Bolt indexes into these without checks (a 500 and a
+    traceback otherwise)."""
+    if not isinstance(body, dict) or not _nested_within(body, MAX_NESTING) or not _objects_where_expected(body):
         return False
     actions = body.get("actions", [])
     if not isinstance(actions, list) or not all(isinstance(action, dict) for action in actions):
@@ -180,8 +200,8 @@ def _events_handler(bot: DocsBot) -> Any:
             bolt_request = AsyncBoltRequest(body=raw.decode("utf-8"), query=request.query_string,
                                             headers=dict(request.headers))
             readable = readable_by_bolt(bolt_request.body)
-        except (ValueError, TypeError, AttributeError, KeyError, IndexError):
-            readable = False
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError):
+            readable = False  # RecursionError: JSON nested too deep for the parser itself
         if not readable:
             log.warning("signed Slack request whose body is not a Slack payload (%d bytes): refused", len(raw))
             return web.json_response({"error": "malformed request body"}, status=400)

@@ -7,12 +7,16 @@ worker running inside `docsbot run`), and answer at once.
 from __future__ import annotations
 
 import logging
+import re
+from typing import Any
 
 from aiohttp import web
 
+from bot.blocks import escape_within
 from bot.services import SyncCommand
 from docsbot.settings import Settings
-from rag.store import Store
+from docsbot.wiring import sync_config
+from rag import Store
 from state.db import StateDB, StateUnavailable
 from state.sync_requests import SyncRequests
 from sync.status import current_status, render_status
@@ -20,16 +24,57 @@ from sync.webhook import webhook_route
 
 log = logging.getLogger(__name__)
 
+LINE_LIMIT = 200  # characters of one line of `/docs status`
+DISK_FULL = re.compile(r"no space left on device|disk is full|ENOSPC", re.IGNORECASE)
+DETAILS = "admins see why in /docs status"
 
 
-async def status_text(store: Store, db: StateDB) -> str:
-    """What `/docs status` shows (the same as `docsbot status`)."""
+async def status_text(store: Store, db: StateDB, details: bool) -> str:
+    """What `/docs status` shows: `docsbot status`, with its `details` (the state database's
+    address, the index's path, error messages, the worker's host) for admins only; everyone else
+    reads what is wrong in words. Every line is one line of at most LINE_LIMIT characters, so
+    neither a long error nor a "```" in it can break the code block."""
     try:
-        status = await current_status(store, db)
-        return "*Docs index*\n```" + render_status(status) + "```"
+        status = _one_line_values(await current_status(store, db))
     except Exception:
         log.exception("reading the index status failed")
         return "The docs index can't be read right now (it may still be being built)."
+    lines = render_status(status if details else in_words(status)).splitlines()
+    # No backtick can close the block early; escaping never makes a line longer than the limit.
+    return "*Docs index*\n```" + "\n".join(escape_within(line.replace("`", "'"), LINE_LIMIT) for line in lines) + "```"
+
+
+def in_words(status: dict[str, Any]) -> dict[str, Any]:
+    """The status without what only admins may see, each problem said in words."""
+    shown = dict(status)
+    if shown.get("index_error"):
+        shown["index_error"] = f"it can't be read right now ({_failure(shown['index_error'])})"
+    if "state_error" in shown:
+        shown["state_error"] = "the state database can't be reached right now"
+    last = shown.get("last_sync")
+    if last and not last["ok"]:
+        shown["last_sync"] = {**last, "error": _failure(last.get("error") or "")}
+    if shown.get("writer"):
+        shown["writer"] = "running"
+    if shown.get("mirror"):
+        shown["mirror"] = {**shown["mirror"], "mirror_of": "the shared index", "error": "it can't be reached"}
+    return shown
+
+
+def _failure(error: str) -> str:
+    return "the server's disk is full" if DISK_FULL.search(error) else DETAILS
+
+
+def _one_line_values(value: Any) -> Any:
+    """Every string in the status on one line (a multi-line error would spill over many)."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, dict):
+        return {key: _one_line_values(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_one_line_values(item) for item in value]
+    return value
+
 
 
 def request_sync(requests: SyncRequests) -> SyncCommand:
@@ -51,4 +96,4 @@ def webhook_routes(settings: Settings, requests: SyncRequests) -> list[web.Route
     async def push() -> None:
         await requests.request("webhook")
 
-    return [webhook_route(settings, push)]
+    return [webhook_route(sync_config(settings), push)]

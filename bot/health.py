@@ -23,7 +23,7 @@ from state.db import StateUnavailable
 if TYPE_CHECKING:
     from bot.app import DocsBot
     from bot.services import Services
-    from rag.engine import Engine
+    from rag import Engine
 
 Check = Callable[[], Awaitable[str | None]]  # a problem in plain words, or None when fine
 CHECK_TIMEOUT_S = 5.0

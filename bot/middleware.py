@@ -1,4 +1,5 @@
-"""Global Bolt middleware: attach the services, and drop Slack's retries of a delivered event."""
+"""Global Bolt middleware: attach the services, drop payloads the listeners could not read (after
+one warning line), and drop Slack's retries of a delivered event."""
 from __future__ import annotations
 
 import logging
@@ -10,6 +11,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
 from bot.services import Services
+from bot.shapes import payload_problem
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +24,18 @@ def attach(services: Services) -> Middleware:
         await next()
 
     return attach_services
+
+
+async def drop_malformed(body: dict[str, Any], next: Callable[[], Awaitable[Any]]) -> BoltResponse | None:
+    """A payload with a field missing or of the wrong type (bot.shapes) is acknowledged with 200
+    (Slack would only retry an error) and goes no further: one WARNING naming the field, never
+    its value (it may be someone's question)."""
+    found = payload_problem(body)
+    if found is not None:
+        log.warning("Slack %s dropped: %s", *found)
+        return BoltResponse(status=200, body="")
+    await next()
+    return None
 
 
 def drop_retries(services: Services) -> Middleware:

@@ -13,7 +13,7 @@ from bot.access import AccessFile, AccessPolicy
 from bot.answering import Answerer
 from bot.work import BackgroundWork
 from docsbot.settings import Settings
-from rag.engine import Engine
+from rag import Engine
 from state.answers import AnswerLog
 from state.db import StateUnavailable
 from state.dedupe import Dedupe
@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 SyncCommand = Callable[[], Awaitable[str]]  # requests a docs sync, returns what to tell the admin
 HOUSEKEEPING_EVERY_S = 3600.0
+REPLAY_WINDOW_S = 600.0  # a signature is good for 5 minutes either side of its timestamp (bot.app)
 
 
 @dataclass
@@ -34,7 +35,7 @@ class Services:
     work: BackgroundWork
     # Shared by every replica: event ids and messages already taken by one of them.
     dedupe: Dedupe
-    status: Callable[[], Awaitable[str]]
+    status: Callable[[bool], Awaitable[str]]  # `/docs status`; True: with the details admins see
     run_sync: SyncCommand | None = None
 
     @property
@@ -51,10 +52,16 @@ class Services:
         both as `app_mention` and as `message.im`, with different event ids."""
         return await self._claim(f"message:{channel}:{ts}")
 
-    async def _claim(self, key: str) -> bool:
+    async def first_request(self, digest: str) -> bool:
+        """False for a replay of a signed request some replica already took (the digest of its
+        signature, timestamp and body): commands and forms carry no event id, and Slack never
+        sends one twice, so a second copy within the signature's window is someone replaying it."""
+        return await self._claim(f"request:{digest}", max(self.settings.bot_dedupe_ttl_s, REPLAY_WINDOW_S))
+
+    async def _claim(self, key: str, ttl_s: float | None = None) -> bool:
         """Fails open: with the state database unreachable a rare double answer beats none."""
         try:
-            return await self.dedupe.claim(key, self.settings.bot_dedupe_ttl_s)
+            return await self.dedupe.claim(key, self.settings.bot_dedupe_ttl_s if ttl_s is None else ttl_s)
         except StateUnavailable as exc:
             log.warning("handling %s without dedupe: %s", key, exc)
             return True

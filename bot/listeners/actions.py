@@ -13,6 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks
 from bot.listeners.feedback import vote_button
+from bot.notes import by_response_url
 from bot.services import services_of
 
 
@@ -37,12 +38,9 @@ async def answer_in_dm(
     """The asker's level is looked up again: the click may come long after the offer."""
     await ack()
 
-    async def tell(text: str) -> None:
-        await respond(response_type="ephemeral", replace_original=False, text=text)
-
     async def answer() -> None:
         await respond(replace_original=True, text="I'll answer you in our direct message.")
-        await services.answerer.answer_in_dm(body["user"]["id"], action["value"], tell)
+        await services.answerer.answer_in_dm(body["user"]["id"], action["value"], by_response_url(respond).tell)
 
     services = services_of(context)
     services.work.spawn(answer(), name="dm-offer")

@@ -19,10 +19,11 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks
-from bot.answering import Question, Tell, question_text, thread_history
+from bot.answering import Question, question_text, thread_history
+from bot.notes import in_conversation
 from bot.services import Services, services_of
 from bot.suggestions import suggested_prompts
-from rag.levels import Level
+from rag import Level
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +79,8 @@ async def _answer(
     channel, user, root = payload["channel"], payload["user"], payload["thread_ts"]
     if not await services.first_delivery(channel, payload["ts"]):  # claimed here, so `work.idle()` covers it
         return
-    tell = _in_thread(client, channel, root)
-    text = question_text(payload.get("text", ""), context.bot_user_id)
+    tell = in_conversation(client, channel, root).tell  # only the asker reads the panel's thread
+    text = question_text(payload.get("text") or "", context.bot_user_id)
     if not text:
         await tell(GREETING)
         return
@@ -97,12 +98,3 @@ async def _quietly(call: Any, what: str) -> None:
         await call
     except SlackApiError as exc:
         log.info("could not set the assistant thread %s: %s", what, exc.response.get("error"))
-
-
-def _in_thread(client: AsyncWebClient, channel: str, thread_ts: str) -> Tell:
-    """Notes to the asker go in the panel's thread: only they read it."""
-
-    async def tell(text: str) -> None:
-        await client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.notice(text))
-
-    return tell

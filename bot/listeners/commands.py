@@ -1,6 +1,7 @@
 """`/docs QUESTION`, `/docs help`, `/docs status`, `/docs sync`, `/docs feedback`; `/docs` alone opens a form."""
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import Any
 
@@ -8,11 +9,13 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks
-from bot.answering import Question, Reply, Tell
+from bot.answering import Question
 from bot.listeners.feedback import feedback_summary
+from bot.notes import Notes, Reply, Tell, by_response_url
 from bot.services import Services, services_of
 
 log = logging.getLogger(__name__)
@@ -26,6 +29,7 @@ HELP = """*Ask the docs*
 • `/docs feedback`: thumbs-down answers waiting for review (admins only)
 Answers only use documents everyone in the conversation may read; each cites its sources."""
 
+ECHO_LIMIT = 2500  # the question as echoed in "<@user> asked: …": one section block with room to spare
 INVITE_HINT = ("I'm not a member of this conversation, so only you can see this answer. "
                "To get answers here, invite me with `/invite @docsbot`.")
 
@@ -34,60 +38,70 @@ def register(app: AsyncApp) -> None:
     app.command("/docs")(docs_command)
 
 
+def replay_key(request: AsyncBoltRequest) -> str:
+    """What makes a signed request unique: its signature, timestamp and body (a replay has all three)."""
+    signed = [request.headers.get(name, [""])[0] for name in ("x-slack-signature", "x-slack-request-timestamp")]
+    return hashlib.sha256("\n".join([*signed, request.raw_body]).encode("utf-8", "replace")).hexdigest()
+
+
 async def docs_command(
-    ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient, context: AsyncBoltContext
+    ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient, context: AsyncBoltContext,
+    request: AsyncBoltRequest,
 ) -> None:
+    """Acknowledged at once; a replayed command (the same signed request again) is acked and
+    dropped in the background, where the claim's round trip to the state database costs no ack time."""
     await ack()
     services = services_of(context)
-    services.work.spawn(_run(services, command, respond, client), name="docs-command")
+    services.work.spawn(_run(services, command, respond, client, replay_key(request)), name="docs-command")
 
 
-async def _run(services: Services, command: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
+async def _run(services: Services, command: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient,
+               digest: str) -> None:
+    if not await services.first_request(digest):
+        log.warning("a replayed /docs command (same signature, timestamp and body) dropped")
+        return
     text = (command.get("text") or "").strip()
     word = text.lower()
+    notes = by_response_url(respond)
     if not text:
         await client.views_open(trigger_id=command["trigger_id"], view=blocks.ask_form(command["channel_id"]))
     elif word == "help":
-        await respond(response_type="ephemeral", **blocks.notice(HELP))
+        await notes.tell(HELP)
     elif word == "status":
-        await respond(response_type="ephemeral", **blocks.notice(await services.status()))
+        status = await services.status(services.policy.is_admin(command["user_id"]))
+        await notes.tell(status)
     elif word == "sync":
-        await _sync(services, command["user_id"], respond)
+        await _sync(services, command["user_id"], notes)
     elif word == "feedback":
-        await feedback_summary(services, command["user_id"], respond)
+        await feedback_summary(services, command["user_id"], notes)
     else:
-        await ask_in_channel(services, text, command["user_id"], command["channel_id"], _ephemeral(respond),
-                             _private(respond), command.get("team_id", ""))
+        await ask_in_channel(services, text, command["user_id"], command["channel_id"], notes.tell,
+                             with_invite_hint(notes.reply), command.get("team_id", ""))
 
 
 async def ask_in_channel(
     services: Services, text: str, user: str, channel: str, tell: Tell, private: Reply, team: str = ""
 ) -> None:
     """Post "<@user> asked: …" in the channel and answer in its thread."""
-    announce = blocks.notice(f"<@{user}> asked: {blocks.escape(text)}")
+    announce = blocks.notice(f"<@{user}> asked: {blocks.escape_within(text, ECHO_LIMIT)}")
     q = Question(text, user, channel, None, team=team)
     await services.answerer.answer_in_conversation(q, tell, announce, private)
 
 
-def _ephemeral(respond: AsyncRespond) -> Tell:
-    async def tell(text: str) -> None:
-        await respond(response_type="ephemeral", replace_original=False, **blocks.notice(text))
+def with_invite_hint(reply: Reply) -> Reply:
+    """An answer the bot could not post in the conversation, with how to invite it there."""
 
-    return tell
-
-
-def _private(respond: AsyncRespond) -> Reply:
-    async def reply(message: dict[str, Any]) -> None:
+    async def private(message: dict[str, Any]) -> None:
         message["blocks"].append(blocks.section(INVITE_HINT))
-        await respond(response_type="ephemeral", replace_original=False, **message)
+        await reply(message)
 
-    return reply
+    return private
 
 
-async def _sync(services: Services, user: str, respond: AsyncRespond) -> None:
+async def _sync(services: Services, user: str, notes: Notes) -> None:
     if not services.policy.is_admin(user):
-        await respond(response_type="ephemeral", text="Only the admins listed in the access file can run a sync.")
+        await notes.reply({"text": "Only the admins listed in the access file can run a sync."})
     elif services.run_sync is None:
-        await respond(response_type="ephemeral", text="Syncing isn't set up in this deployment.")
+        await notes.reply({"text": "Syncing isn't set up in this deployment."})
     else:
-        await respond(response_type="ephemeral", **blocks.notice(await services.run_sync()))
+        await notes.tell(await services.run_sync())

@@ -8,13 +8,14 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import blocks
-from bot.answering import NotInChannel, Question, Tell, question_text, thread_history
+from bot.answering import NotInChannel, Question, question_text, thread_history
+from bot.notes import ephemeral
 from bot.services import Services, services_of
 
 log = logging.getLogger(__name__)
 
-EMPTY_MENTION = "Ask me a question about the docs, e.g. `@docsbot how do I roll back a deploy?` (`/docs help` for more)."
+EMPTY_MENTION = ("Ask me a question about the docs, e.g. `@docsbot how do I roll back a deploy?` "
+                 "(`/docs help` for more).")
 
 
 def register(app: AsyncApp) -> None:
@@ -42,21 +43,14 @@ def _from_a_person(event: dict[str, Any]) -> bool:
     return bool(event.get("user")) and not event.get("bot_id")
 
 
-def ephemeral(client: AsyncWebClient, channel: str, user: str, thread_ts: str | None) -> Tell:
-    async def tell(text: str) -> None:
-        await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, **blocks.notice(text))
-
-    return tell
-
-
 async def _answer(
     services: Services, client: AsyncWebClient, event: dict[str, Any], root: str | None, bot_user_id: str | None
 ) -> None:
     channel, user = event["channel"], event["user"]
     if not await services.first_delivery(channel, event["ts"]):  # claimed here, so `work.idle()` covers it
         return
-    tell = ephemeral(client, channel, user, root)
-    text = question_text(event.get("text", ""), bot_user_id)
+    tell = ephemeral(client, channel, user, root).tell
+    text = question_text(event.get("text") or "", bot_user_id)
     if not text:
         await tell(EMPTY_MENTION)
         return

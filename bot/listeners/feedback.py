@@ -20,9 +20,10 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks, feedback, telemetry
+from bot.candidates import find_candidates, render
+from bot.notes import Notes, by_response_url, ephemeral
 from bot.services import Services, services_of
-from eval.candidates import find_candidates, render
-from rag.levels import Level
+from rag import Level
 from state.answers import AnswerLogError, LoggedAnswer, Vote
 from state.db import StateUnavailable
 
@@ -56,15 +57,15 @@ async def _vote(services: Services, client: AsyncWebClient, respond: AsyncRespon
         await services.answer_log.add_feedback(answer_id, body["user"]["id"], vote, "button")
     except AnswerLogError as exc:
         log.info("feedback not recorded: %s", exc)
-        await _respond(respond, feedback.EXPIRED)
+        await by_response_url(respond).tell(feedback.EXPIRED)
         return
     except StateUnavailable as exc:
         log.warning("vote on %s not recorded: %s", answer_id, exc)
-        await _respond(respond, feedback.RETRY)
+        await by_response_url(respond).tell(feedback.RETRY)
         return
     telemetry.voted(vote, "button", answer_id)
     if vote == "up" or not await _open_form(client, body, answer_id):
-        await _respond(respond, feedback.THANKS)
+        await by_response_url(respond).tell(feedback.THANKS)
 
 
 async def explain_button(
@@ -109,7 +110,7 @@ async def _explain(services: Services, client: AsyncWebClient, meta: dict[str, A
         log.warning("feedback form on %s not saved: %s", meta["answer_id"], exc)
         text = feedback.RETRY
     if meta.get("channel"):
-        await _ephemeral(client, meta["channel"], user, meta.get("thread_ts"), blocks.notice(text))
+        await ephemeral(client, meta["channel"], user, meta.get("thread_ts")).tell(text)
 
 
 async def reaction_added(event: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext) -> None:
@@ -132,8 +133,8 @@ async def _reaction_added(services: Services, client: AsyncWebClient, event: dic
         return
     telemetry.voted(vote, "reaction", answer.answer_id)
     if vote == "down" and not record.reason:
-        await _ephemeral(client, answer.channel, event["user"], answer.thread_ts or None,
-                         feedback.ask_why(answer.answer_id))
+        await ephemeral(client, answer.channel, event["user"], answer.thread_ts or None).reply(
+            feedback.ask_why(answer.answer_id))
 
 
 async def reaction_removed(event: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext) -> None:
@@ -156,37 +157,37 @@ async def _not_recorded(client: AsyncWebClient, event: dict[str, Any], exc: Stat
     item = event.get("item") or {}
     log.warning("reaction vote on %s/%s not recorded: %s", item.get("channel"), item.get("ts"), exc)
     if item.get("channel") and event.get("user"):
-        await _ephemeral(client, item["channel"], event["user"], None, blocks.notice(feedback.RETRY))
+        await ephemeral(client, item["channel"], event["user"]).tell(feedback.RETRY)
 
 
 async def _reacted_answer(
     services: Services, event: dict[str, Any], bot_user_id: str | None
 ) -> tuple[LoggedAnswer, Vote] | None:
     """The logged answer a person's vote reaction is on, with the vote; None for anything else."""
-    vote = feedback.reaction_vote(event.get("reaction", ""))
+    vote = feedback.reaction_vote(event.get("reaction") or "")
     item = event.get("item") or {}
     user = event.get("user")
     if vote is None or item.get("type") != "message" or not user or user == bot_user_id:
         return None
-    answer = await services.answer_log.find_by_message(item.get("channel", ""), item.get("ts", ""))
+    answer = await services.answer_log.find_by_message(item.get("channel") or "", item.get("ts") or "")
     return (answer, vote) if answer is not None else None
 
 
-async def feedback_summary(services: Services, user: str, respond: AsyncRespond) -> None:
+async def feedback_summary(services: Services, user: str, notes: Notes) -> None:
     """`/docs feedback`: the 👎 candidates by likely cause, for admins, of questions answered at
     the admin's own level or below (an admin the directory cannot place sees public ones only)."""
     if not services.policy.is_admin(user):
-        await _respond(respond, "Only the admins listed in the access file can review feedback.")
+        await notes.tell("Only the admins listed in the access file can review feedback.")
         return
     level = await services.answerer.directory.user_level(user)
     try:
         downvoted = await services.answer_log.pending_downvoted(max_level=Level.public if level is None else level)
     except StateUnavailable as exc:
         log.warning("feedback summary unavailable: %s", exc)
-        await _respond(respond, "I couldn't read the feedback just now, please try again.")
+        await notes.tell("I couldn't read the feedback just now, please try again.")
         return
     found = await asyncio.to_thread(find_candidates, downvoted, services.engine.store)
-    await respond(response_type="ephemeral", **feedback.summary(render(found)))
+    await notes.reply(feedback.summary(render(found)))
 
 
 async def _open_form(client: AsyncWebClient, body: dict[str, Any], answer_id: str) -> bool:
@@ -198,15 +199,3 @@ async def _open_form(client: AsyncWebClient, body: dict[str, Any], answer_id: st
         log.warning("could not open the feedback form: %s", exc.response.get("error"))
         return False
     return True
-
-
-async def _respond(respond: AsyncRespond, text: str) -> None:
-    await respond(response_type="ephemeral", replace_original=False, **blocks.notice(text))
-
-
-async def _ephemeral(client: AsyncWebClient, channel: str, user: str, thread_ts: str | None,
-                     message: dict[str, Any]) -> None:
-    try:
-        await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, **message)
-    except SlackApiError as exc:
-        log.warning("could not send a private note in %s: %s", channel, exc.response.get("error"))

@@ -11,11 +11,11 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks
+from bot.candidates import find_candidates
 from bot.listeners.commands import HELP
 from bot.services import Services, services_of
 from bot.suggestions import suggested_prompts
-from eval.candidates import find_candidates
-from rag.levels import Level
+from rag import Level
 from state.db import StateUnavailable
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ async def publish_home(services: Services, client: AsyncWebClient, user: str) ->
             pending = len(await asyncio.to_thread(find_candidates, downvoted, services.engine.store))
         except StateUnavailable as exc:
             log.warning("the Home tab shows no feedback count: %s", exc)
-    view = blocks.home_view(level.name, examples, HELP, await services.status(), pending)
+    view = blocks.home_view(level.name, examples, HELP, await services.status(services.policy.is_admin(user)), pending)
     try:
         await client.views_publish(user_id=user, view=view)
     except SlackApiError as exc:
