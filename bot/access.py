@@ -39,7 +39,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from rag.levels import Level
+from rag import Level
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ The level is min(asker, audience): a DM is read by the asker alone; any other co
 everyone in it (see `bot.directory`). When the asker could see more than the audience, they get
 a private offer to be answered in a DM at their own level.
 
-Past the per-person rate limit, a question waits in line for an answer slot (`bot.limits`); its
+Past the per-person rate limit, a question waits in line for an answer slot (`bot.queue`); its
 placeholder is posted when it enters the line or gets its slot, shows its place, and is ended
 exactly once: by the answer (streamed into its own message when the model streams), an
 abstention, a busy or failure note, or, when Slack refuses the update, by deleting it and
@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,15 +28,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks, telemetry
 from bot.directory import Audience, Directory
-from bot.limits import AnswerQueue
+from bot.queue import AnswerQueue
+from bot.notes import Reply, Tell, ephemeral, in_conversation
 from bot.placeholders import Placeholder, Placeholders
 from bot.progress import Progress
 from bot.ratelimits import Budget, Lanes, RateLimited, own_retries
 from bot.streaming import StreamedReply
-from rag.answer import Answer
-from rag.engine import Engine
-from rag.generation import TextSink
-from rag.levels import Level
+from rag import Answer, Engine, Level, TextSink
 from state.answers import AnswerLog
 from state.db import StateUnavailable
 from state.ratelimit import RateLimit
@@ -45,14 +42,14 @@ from state.ratelimit import RateLimit
 log = logging.getLogger(__name__)
 
 History = list[tuple[str, str]]
-Tell = Callable[[str], Awaitable[None]]  # a private note to the asker
-Reply = Callable[[dict[str, Any]], Awaitable[Any]]  # a whole message only the asker sees
 
 BUSY = "I'm answering a lot of questions right now. Please ask again in a minute."
 FAILED = "Sorry, something went wrong on my side while answering. Please try again."
 NOT_POSTED = "I couldn't post my answer in this conversation ({error}). Please ask again."
 RATE_LIMITED = "Slack is limiting how fast I can post here, so I couldn't post my answer. Please ask again in {when}."
 NO_DM = "I couldn't open a direct message with you ({error}), so I can't answer there."
+TOO_LONG = ("Your question is {length:,} characters long; I answer questions of up to {limit:,} characters. "
+            "Please shorten it and ask again.")
 NOT_IN_CHANNEL_ERRORS = {"not_in_channel", "channel_not_found"}
 # Abstentions a DM at the asker's own level could turn into an answer.
 _LEVEL_BOUND = {"no_access", "no_match", "declined"}
@@ -111,6 +108,10 @@ class Answerer:
         says what happens until the answer or a place in line is posted, and the answer carries
         Slack's native feedback buttons."""
         surface = "assistant" if panel else telemetry.surface_of(q.channel, announce is not None)
+        if len(q.text) > blocks.QUESTION_LIMIT:  # before anything is posted, logged or searched
+            telemetry.failed(surface, "too_long")
+            await tell(TOO_LONG.format(length=len(q.text), limit=blocks.QUESTION_LIMIT))
+            return
         telemetry.question_started(surface, q.user, q.channel, q.text)
         if not await self._admitted(q.user, tell):
             telemetry.failed(surface, "rate_limited")
@@ -166,7 +167,7 @@ class Answerer:
                     telemetry.rejected_busy(placeholder.surface)
                     await self.progress.end(placeholder)
                     if placeholder.ts is None:
-                        await self._tell_safely(tell, BUSY)
+                        await tell(BUSY)
                     else:
                         await self._end(placeholder, blocks.notice(BUSY), tell)
                     return None
@@ -193,7 +194,8 @@ class Answerer:
             ts = await self._end(placeholder, message, tell)
         if ts is not None:
             telemetry.answered(placeholder.surface, answer, ts)
-            await self._log(q, answer, answer_id, asker, audience_level, ts, audience.public_channel)  # posted, then logged
+            # posted, then logged
+            await self._log(q, answer, answer_id, asker, audience_level, ts, audience.public_channel)
         else:
             telemetry.failed(placeholder.surface, "error")
         return answer, answer_id
@@ -235,7 +237,7 @@ class Answerer:
         channel = opened["channel"]["id"]
         history = [(turn["speaker"], turn["text"]) for turn in record.history]
         q = Question(record.question, user, channel, None, history)
-        await self.answer_in_conversation(q, lambda text: self._post_plain(channel, text))
+        await self.answer_in_conversation(q, in_conversation(self.client, channel).tell)
 
     # -- steps -----------------------------------------------------------------------------------
     async def _admitted(self, user: str, tell: Tell) -> bool:
@@ -279,12 +281,7 @@ class Answerer:
 
     async def _offer_dm(self, q: Question, answer_id: str, audience: Audience) -> None:
         reason = f"This is {audience.reason}: not everyone here may read all the docs you can."
-        try:
-            await self.client.chat_postEphemeral(
-                channel=q.channel, user=q.user, thread_ts=q.thread_ts, **blocks.dm_offer(answer_id, reason)
-            )
-        except SlackApiError as exc:
-            log.warning("could not send the DM offer in %s: %s", q.channel, exc.response.get("error"))
+        await ephemeral(self.client, q.channel, q.user, q.thread_ts).reply(blocks.dm_offer(answer_id, reason))
 
     # -- the placeholder: shown (posted, then updated) and ended in one place each -----------------
     async def _show(self, placeholder: Placeholder, text: str) -> None:
@@ -319,11 +316,11 @@ class Answerer:
                 return await self._deliver(placeholder, message)
             except RateLimited as exc:
                 log.warning("could not post the reply in %s: %s", placeholder.channel, exc)
-                await self._tell_safely(tell, RATE_LIMITED.format(when=_minutes(exc.retry_after)))
+                await tell(RATE_LIMITED.format(when=_minutes(exc.retry_after)))
             except (SlackApiError, NotInChannel) as exc:
                 error = exc.response.get("error", "error") if isinstance(exc, SlackApiError) else str(exc)
                 log.warning("could not post the reply in %s: %s", placeholder.channel, error)
-                await self._tell_safely(tell, NOT_POSTED.format(error=error))
+                await tell(NOT_POSTED.format(error=error))
             await self._delete(placeholder)
             return None
         finally:
@@ -359,13 +356,6 @@ class Answerer:
                         exc.response.get("error") if isinstance(exc, SlackApiError) else exc)
         placeholder.ts = None
 
-    @staticmethod
-    async def _tell_safely(tell: Tell, text: str) -> None:
-        try:
-            await tell(text)
-        except SlackApiError as exc:
-            log.warning("could not tell the asker: %s", exc.response.get("error"))
-
     # -- Web API helpers -------------------------------------------------------------------------
     async def post(self, channel: str, thread_ts: str | None, message: dict[str, Any]) -> str:
         try:
@@ -375,9 +365,6 @@ class Answerer:
                 raise NotInChannel(exc.response.get("error")) from None
             raise
         return response["ts"]
-
-    async def _post_plain(self, channel: str, text: str) -> None:
-        await self.post(channel, None, blocks.notice(text))
 
     async def _update(self, channel: str, ts: str, message: dict[str, Any]) -> None:
         with telemetry.posting():

@@ -11,12 +11,14 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from rag.answer import Answer, Citation
+from rag import Answer, Citation
+from sync.report import short_commit
 
 SECTION_LIMIT = 3000  # characters of text in one section block
 ANSWER_LIMIT = 9000  # the answer is cut here (3 sections), so a message stays far below ~12k
 FALLBACK_LIMIT = 3000  # `text` of chat.update must stay under 4,000
 MAX_CITATIONS = 10
+QUESTION_LIMIT = 2000  # characters of a question (the form's own limit); a longer one is refused
 
 FEEDBACK_UP = "feedback_up"
 FEEDBACK_DOWN = "feedback_down"
@@ -38,8 +40,15 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+_FENCE_LANGUAGE = re.compile(r"^([ \t]*(?:`{3,}|~{3,}))[ \t]*[\w+#.-]+[ \t]*$", re.M)
+_MARKDOWN_LINK = re.compile(r"\[([^\[\]\n]+)\]\(([^()\s]+)\)")
+
+
 def mrkdwn(text: str) -> str:
-    """Escaped model output, with Markdown **bold** turned into Slack's *bold*."""
+    """Escaped model output as Slack shows it: Markdown **bold** as Slack's *bold*, a code
+    fence without its language word (Slack prints it as the block's first line), a Markdown link
+    as `label (url)` (Slack does not render them, and the answer carries no link of its own)."""
+    text = _MARKDOWN_LINK.sub(r"\1 (\2)", _FENCE_LANGUAGE.sub(r"\1", text))
     return re.sub(r"\*\*(\S(?:.*?\S)?)\*\*", r"*\1*", escape(text))
 
 
@@ -54,6 +63,15 @@ def split_text(text: str, limit: int = SECTION_LIMIT) -> list[str]:
     if text:
         pieces.append(text)
     return pieces
+
+
+def escape_within(text: str, limit: int) -> str:
+    """`text` escaped and cut to `limit` characters, never inside an entity (`&amp;`): escaping
+    can make a text five times longer."""
+    escaped = escape(text)
+    if len(escaped) <= limit:
+        return escaped
+    return re.sub(r"&[a-z]*$", "", escaped[: limit - 1]).rstrip() + "…"
 
 
 def truncate(text: str, limit: int) -> str:
@@ -102,7 +120,7 @@ def citation_line(c: Citation) -> str:
     if c.version:
         bits.append(f"v{escape(c.version)}")
     if c.commit:
-        bits.append(f"`{escape(c.commit[:7])}`")
+        bits.append(f"`{escape(short_commit(c.commit))}`")
     if c.commit_date:
         bits.append(escape(c.commit_date[:10]))
     return " · ".join(bits)
@@ -220,6 +238,6 @@ def ask_form(channel: str) -> dict[str, Any]:
             "block_id": QUESTION_INPUT,
             "label": {"type": "plain_text", "text": "Your question"},
             "element": {"type": "plain_text_input", "action_id": QUESTION_INPUT, "multiline": True,
-                        "max_length": 2000},
+                        "max_length": QUESTION_LIMIT},
         }],
     }

@@ -11,18 +11,19 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from cachetools import TTLCache
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.access import AccessFile, AccessPolicy
-from bot.ttl import TTLCache
-from rag.levels import Level
+from rag import Level
 
 log = logging.getLogger(__name__)
 
 _LOOKUP_ERRORS = (SlackApiError, SlackClientError, OSError, TimeoutError)
 _MEMBERS_PAGE = 200
 _CONCURRENT_LOOKUPS = 8  # users.info calls at once while resolving a private channel's members
+_CACHED = 10_000  # entries per lookup cache (the least recently used go first)
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,9 @@ class Directory:
     def __init__(self, client: AsyncWebClient, access: AccessFile, ttl_s: float) -> None:
         self.client = client
         self.access = access
-        self._users: TTLCache[str, tuple[Level | None]] = TTLCache(ttl_s)
-        self._groups: TTLCache[str, frozenset[str]] = TTLCache(ttl_s)
-        self._audiences: TTLCache[str, Audience] = TTLCache(ttl_s)
+        self._users: TTLCache[str, tuple[Level | None]] = TTLCache(_CACHED, ttl_s)
+        self._groups: TTLCache[str, frozenset[str]] = TTLCache(_CACHED, ttl_s)
+        self._audiences: TTLCache[str, Audience] = TTLCache(_CACHED, ttl_s)
         # Bumped by every invalidation: a lookup that was running meanwhile is not cached.
         self._audience_epochs: defaultdict[str, int] = defaultdict(int)
         self._lookups = asyncio.Semaphore(_CONCURRENT_LOOKUPS)
@@ -65,19 +66,19 @@ class Directory:
         changed file), levels computed on the old one are dropped."""
         if self.access.policy is not None and self.access.version != self._policy_version:
             self._policy_version = self.access.version
-            self._users = TTLCache(self._users.ttl_s)
-            for channel_id in self._audiences.keys():
+            self._users.clear()
+            for channel_id in list(self._audiences):
                 self.forget_channel(channel_id)
 
     def forget_channel(self, channel_id: str) -> None:
         """Its members, sharing or privacy changed: the next answer there looks it up again."""
-        self._audiences.discard(channel_id)
+        self._audiences.pop(channel_id, None)
         self._audience_epochs[channel_id] += 1
 
     def forget_user(self, user_id: str) -> None:
         """A person changed (became a guest, left): their level and every audience are looked up again."""
-        self._users.discard(user_id)
-        for channel_id in self._audiences.keys():
+        self._users.pop(user_id, None)
+        for channel_id in list(self._audiences):
             self.forget_channel(channel_id)
 
     # -- people ---------------------------------------------------------------------------------
@@ -87,7 +88,7 @@ class Directory:
         cached = self._users.get(user_id)
         if cached is None:
             cached = (await self._resolve_user(user_id),)
-            self._users.set(user_id, cached)
+            self._users[user_id] = cached
         return cached[0]
 
     async def _bounded_user_level(self, user_id: str) -> Level | None:
@@ -120,7 +121,7 @@ class Directory:
             except _LOOKUP_ERRORS as exc:
                 log.warning("usergroups.users.list %s failed (%s): it grants nothing", group_id, _error(exc))
                 members = frozenset()
-            self._groups.set(group_id, members)
+            self._groups[group_id] = members
         return members
 
     # -- conversations --------------------------------------------------------------------------
@@ -131,7 +132,7 @@ class Directory:
             epoch = self._audience_epochs[channel_id]
             cached = await self._resolve_audience(channel_id)
             if epoch == self._audience_epochs[channel_id]:
-                self._audiences.set(channel_id, cached)
+                self._audiences[channel_id] = cached
         return cached
 
     async def _resolve_audience(self, channel_id: str) -> Audience:

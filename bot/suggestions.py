@@ -16,8 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 
-from rag.levels import Level
-from rag.store import Store
+from rag import Level, Store
 from state.answers import AnswerLog
 from state.db import StateUnavailable
 

@@ -17,7 +17,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from docsbot.observability import metrics
 from docsbot.observability.logs import current_answer_id, new_answer_id, question_text
 from docsbot.observability.tracing import span
-from rag.answer import Answer
+from rag import Answer
 
 log = logging.getLogger("docsbot.questions")
 

@@ -26,14 +26,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bot import demo
+from bot.local import demo
 from bot.answering import BUSY
-from bot.bench_acks import crowd
+from eval.bench_acks import crowd
 from bot.blocks import is_placeholder
-from bot.local import LocalSlack, local_slack
-from bot.standin import Call, Limit
+from bot.local.harness import LocalSlack, local_slack
+from bot.local.standin import Call, Limit
 from docsbot.settings import Settings
-from rag.engine import Engine
+from docsbot.wiring import lease_config, open_engine, rag_config
+from rag import Engine
 from sync.folder import ensure_index
 from tests.standins.openai_server import OpenAIStandIn
 
@@ -118,16 +119,16 @@ def _outcome(local: LocalSlack, asked: list[str], started: float, speed: float) 
     )
 
 
-async def run_burst(engine: Engine, model: OpenAIStandIn, burst: Burst, limited: bool) -> Outcome:
-    """The burst through the real bot; `engine` answers through `model` (the OpenAI stand-in)."""
+async def run_burst(engine: Engine, base: Settings, model: OpenAIStandIn, burst: Burst, limited: bool) -> Outcome:
+    """The burst through the real bot; `engine` (built from `base`) answers through `model` (the OpenAI stand-in)."""
     model.reply = lambda messages: REPLY
     model.delay_s = burst.model_s / burst.speed
-    settings = engine.settings.model_copy(update={
+    settings = base.model_copy(update={
         "queue_wait_s": burst.queue_wait_s / burst.speed,
         "bot_user_questions_per_minute": 10 * burst.per_person,
     })
     workspace, people = crowd(burst.people)
-    async with local_slack(settings, replace(engine, settings=settings), workspace=workspace) as local:
+    async with local_slack(settings, replace(engine, config=rag_config(settings)), workspace=workspace) as local:
         await _ask(local, demo.ALICE, "how do I set up the VPN?")  # warm up: first lookups, the index opened
         await local.settle()
         local.standin.speed = burst.speed
@@ -176,10 +177,10 @@ async def bench(burst: Burst, data_dir: str) -> tuple[Outcome, Outcome]:
     try:
         settings = Settings(_env_file=None, data_dir=data_dir, openai_base_url=model.base_url, llm_max_retries=0,
                             llm_attempt_timeout_s=10.0)
-        engine = Engine.from_settings(settings)
-        ensure_index(engine, REPO / "docs-sync")
-        baseline = await run_burst(engine, model, burst, limited=False)
-        limited = await run_burst(engine, model, burst, limited=True)
+        engine = open_engine(settings)
+        ensure_index(engine, lease_config(settings), REPO / "docs-sync")
+        baseline = await run_burst(engine, settings, model, burst, limited=False)
+        limited = await run_burst(engine, settings, model, burst, limited=True)
     finally:
         model.stop()
     return baseline, limited

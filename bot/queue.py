@@ -63,11 +63,6 @@ class AnswerQueue:
         return sum(len(line) for line in self._lines.values())
 
     @property
-    def busy(self) -> int:
-        """Slots in use now."""
-        return self.slots - self._free
-
-    @property
     def saturated(self) -> bool:
         """Every slot is taken: a new question waits in line."""
         return self._free == 0
