@@ -6,6 +6,8 @@ A golden file is JSONL, one case per line:
    "history": [{"speaker": "user"|"agent", "text"}], "expect_reason": "no_match"|"no_access"|...,
    "gold_answer": reference answer text (scored by token F1),
    "answer_contains": [texts the answer must contain, case-insensitive] (the right sentence was quoted),
+   "expect_steps": [texts the answer must contain in this order], "expect_exception": [texts, one of
+   which the answer must contain] (see eval/procedures.py),
    "feedback": {"answer_id", "docs": {path: {"commit", "chunk_hashes"}}, ...} (promoted 👎 answers,
    see eval/feedback_cli.py: such a case must pass, and changed docs are reported)}
 Unknown keys are ignored, so outside corpora can carry extra fields. An expected `no_match` is
@@ -23,8 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag.answer import ABSTAIN_MESSAGES
-from rag.levels import Level
+from rag import ABSTAIN_MESSAGES, Level
 
 EVAL_DIR = Path(__file__).resolve().parent
 SPEAKERS = ("user", "agent")
@@ -45,6 +46,8 @@ class GoldenCase:
     expect_reason: str | None = None
     gold_answer: str | None = None
     answer_contains: tuple[str, ...] = ()
+    expect_steps: tuple[str, ...] = ()
+    expect_exception: tuple[str, ...] = ()
     feedback: dict[str, Any] | None = None
 
 
@@ -134,7 +137,8 @@ def parse_case(line: str, where: str) -> GoldenCase:
     except ValueError as exc:
         raise GoldenError(f"{where}: {exc}") from None
     history = field("history", list, required=False) or []
-    if not all(isinstance(t, dict) and t.get("speaker") in SPEAKERS and isinstance(t.get("text"), str) for t in history):
+    if not all(isinstance(t, dict) and t.get("speaker") in SPEAKERS and isinstance(t.get("text"), str)
+               for t in history):
         raise GoldenError(f"{where}: 'history' must be a list of {{\"speaker\": \"user\"|\"agent\", \"text\": ...}}")
     return GoldenCase(
         id=str(field("id", str)),
@@ -147,6 +151,8 @@ def parse_case(line: str, where: str) -> GoldenCase:
         gold_answer=field("gold_answer", str, required=False),
         answer_contains=tuple(str(t) for t in field("answer_contains", list, required=False) or ()),
         feedback=field("feedback", dict, required=False),
+        expect_steps=tuple(str(t) for t in field("expect_steps", list, required=False) or ()),
+        expect_exception=tuple(str(t) for t in field("expect_exception", list, required=False) or ()),
     )
 
 

@@ -20,18 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from docsbot.errors import UserError
+from docsbot.errors import ACTIONABLE
 from docsbot.settings import Settings
+from docsbot.wiring import rag_config
 from eval import metrics
 from eval.candidates import feedback_report
+from eval.procedures import procedure_report
 from eval.golden import GoldenCase, GoldenError, load_golden, load_thresholds, thresholds_path
 from eval.sets import EvalSet, choose, open_engine, prepare
-from rag.answer import Answer
-from rag.embeddings import EmbeddingError, make_embedder
-from rag.engine import Engine
-from rag.levels import Level
-from rag.retrieval import Mode, Retrieval
-from rag.store import StoreError
+from rag import Answer, EmbeddingError, Engine, Level, Mode, RagConfig, Retrieval, StoreError, make_embedder
 from sync.gitcmd import GitError
 
 COMPARED: tuple[Mode, ...] = ("dense", "bm25")
@@ -80,7 +77,7 @@ def retrieval_report(engine: Engine, cases: Sequence[GoldenCase], mode: Mode, fa
         ranking = metrics.doc_ranking(c.row["doc_path"] for c in retrieval.selected)
         rank = metrics.first_gold_rank(ranking, case.gold_doc_ids)
         if rank is None:
-            failures.add(case.id, f"miss: no gold doc among the {mode} top {engine.settings.top_k}")
+            failures.add(case.id, f"miss: no gold doc among the {mode} top {engine.config.retrieval.top_k}")
         ranks.append(rank)
         recalls.append(metrics.recall(ranking, case.gold_doc_ids))
         ndcgs.append(metrics.ndcg(ranking, case.gold_doc_ids, NDCG_K))
@@ -137,7 +134,8 @@ def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failure
                 failures.add(case.id, f"abstained ({answer.abstain_reason}) on an answerable question")
         elif answer.answered:
             failures.add(case.id, "answered an unanswerable question")
-        elif case.expect_reason and answer.abstain_reason not in SAME_REASON.get(case.expect_reason, {case.expect_reason}):
+        elif (case.expect_reason
+              and answer.abstain_reason not in SAME_REASON.get(case.expect_reason, {case.expect_reason})):
             failures.add(case.id, f"abstained with {answer.abstain_reason}, expected {case.expect_reason}")
         if case.answer_contains:
             right.append(answer.answered and all(t.lower() in answer.answer.lower() for t in case.answer_contains))
@@ -155,20 +153,27 @@ def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failure
         "citation_gold_rate": metrics.mean(cites_gold),
         "answer_f1": metrics.mean(f1s),
         "right_sentence_rate": metrics.mean(right),
+        **procedure_report(cases, answers, failures),
         "latency_ms": latency(timings),
     }
 
 
+def tuned_settings(config: RagConfig) -> dict[str, Any]:
+    """The values of TUNED_SETTINGS (named as the settings are) that this engine runs with."""
+    values = {**vars(config.retrieval), "no_access_margin": config.answer.no_access_margin,
+              "chunk_size": config.chunking.size, "chunk_overlap": config.chunking.overlap}
+    return {name: values[name] for name in TUNED_SETTINGS}
+
+
 def evaluate(engine: Engine, cases: Sequence[GoldenCase], compare: bool = False) -> dict[str, Any]:
     """The report of one run: configured (hybrid) retrieval and answers, optionally other modes."""
-    s = engine.settings
     failures = Failures()
     report: dict[str, Any] = {
         "cases": len(cases),
         "answerable": sum(c.answerable for c in cases),
-        "k": s.top_k,
+        "k": engine.config.retrieval.top_k,
         "mode": "hybrid",
-        "settings": {name: getattr(s, name) for name in TUNED_SETTINGS},
+        "settings": tuned_settings(engine.config),
     }
     retrieval = retrieval_report(engine, cases, "hybrid", failures)
     search_latency = retrieval.pop("latency_ms")
@@ -198,6 +203,9 @@ ROWS = (
     ("citation_gold_rate", "cites a gold doc"),
     ("answer_f1", "answer token F1"),
     ("right_sentence_rate", "right sentence quoted"),
+    ("steps_in_order_rate", "steps all, in order"),
+    ("fences_balanced_rate", "fences balanced"),
+    ("exception_rate", "exception mentioned"),
     ("leaks", "leaks"),
 )
 
@@ -226,7 +234,8 @@ def render(report: dict[str, Any]) -> str:
     for case_id, reasons in report["failure_reasons"].items():
         lines.append(f"  {case_id}: {'; '.join(reasons)}")
     for case_id, changed in report.get("feedback", {}).get("docs_changed", {}).items():
-        lines.append(f"  {case_id}: docs changed since feedback: " + ", ".join(f"{p} ({how})" for p, how in changed.items()))
+        lines.append(f"  {case_id}: docs changed since feedback: "
+                     + ", ".join(f"{p} ({how})" for p, how in changed.items()))
     return "\n".join(lines)
 
 
@@ -284,24 +293,29 @@ def add_set_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--golden", action="append", type=Path,
                         help="golden JSONL file, repeatable: the n-th goes with the n-th --docs "
                              "(default: eval/golden.jsonl and eval/golden*.jsonl)")
-    parser.add_argument("--suite", type=Path, help="suite file naming several sets, e.g. eval/dev-suite.json (the three dev sets)")
+    parser.add_argument("--suite", type=Path,
+                        help="suite file naming several sets, e.g. eval/dev-suite.json (the three dev sets)")
 
 
-def engines(args: argparse.Namespace, engine: Engine | None) -> list[tuple[EvalSet, Engine]]:
-    """One engine per set, on its own index; an injected engine serves a single set."""
+def engines(
+    args: argparse.Namespace, engine: Engine | None, settings: Settings | None
+) -> list[tuple[EvalSet, Engine, Settings]]:
+    """One engine per set, on its own index, with its settings; an injected engine (built from
+    `settings`) serves a single set."""
     chosen = choose(args.docs, args.golden, args.suite)
+    base = settings or Settings()
     if engine is not None and len(chosen) == 1:
-        return [(chosen[0], engine)]
-    base = engine.settings if engine else Settings()
-    embedder = engine.embedder if engine else make_embedder(base)
-    return [(s, open_engine(s, base, len(chosen) > 1, embedder)) for s in chosen]
+        return [(chosen[0], engine, base)]
+    embedder = engine.embedder if engine else make_embedder(rag_config(base))
+    several = len(chosen) > 1
+    return [(s, open_engine(own := s.settings(base, several), embedder), own) for s in chosen]
 
 
-def run_set(engine: Engine, eval_set: EvalSet, args: argparse.Namespace) -> dict[str, Any]:
+def run_set(engine: Engine, settings: Settings, eval_set: EvalSet, args: argparse.Namespace) -> dict[str, Any]:
     golden = list(eval_set.golden)
     cases = load_golden(golden)
     thresholds = load_thresholds(args.thresholds or thresholds_path(golden[0]))
-    root = prepare(engine, eval_set, cases, sys.stderr)
+    root = prepare(engine, settings, eval_set, cases, sys.stderr)
     report = {"golden": [str(p) for p in golden], "docs": str(root)} | evaluate(engine, cases, args.compare)
     report["feedback"] = feedback_report(engine.store, cases, report["failure_reasons"])
     misses = thresholds.misses(report)
@@ -311,8 +325,8 @@ def run_set(engine: Engine, eval_set: EvalSet, args: argparse.Namespace) -> dict
     return report
 
 
-def run(args: argparse.Namespace, engine: Engine | None) -> int:
-    reports = {s.name: run_set(e, s, args) for s, e in engines(args, engine)}
+def run(args: argparse.Namespace, engine: Engine | None, settings: Settings | None) -> int:
+    reports = {s.name: run_set(e, own, s, args) for s, e, own in engines(args, engine, settings)}
     missed = any(r["thresholds"]["missed"] for r in reports.values())
     if len(reports) == 1:
         report = next(iter(reports.values()))
@@ -332,12 +346,13 @@ def run(args: argparse.Namespace, engine: Engine | None) -> int:
     return 1 if missed else 0
 
 
-def main(argv: list[str], engine: Engine | None = None) -> int:
-    """Entry point of the `python -m eval` dispatcher (argv[0] == "run"); an engine can be injected."""
+def main(argv: list[str], engine: Engine | None = None, settings: Settings | None = None) -> int:
+    """Entry point of the `python -m eval` dispatcher (argv[0] == "run"); an engine can be
+    injected, with the settings it was built from."""
     args = build_parser().parse_args(argv[1:])
     try:
-        return run(args, engine)
-    except (UserError, GoldenError, StoreError, EmbeddingError, GitError, ValueError) as exc:
+        return run(args, engine, settings)
+    except (*ACTIONABLE, GoldenError, StoreError, EmbeddingError, GitError, ValueError) as exc:
         print(f"eval: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -2,7 +2,8 @@
 
 `python -m eval run|sweep|calibrate` take either `--docs DIR --golden FILE` pairs (repeatable, the
 n-th `--golden` goes with the n-th `--docs`) or a suite file, JSON:
-  {"sets": [{"name", "docs", "golden": [files], "default_level": "public", "data_dir": "..."}]}
+  {"sets": [{"name", "docs", "golden": [files], "default_level": "public", "data_dir": "...",
+             "bundle": "a Git bundle, cloned once; docs is then a folder of its checkout"}]}
 with paths relative to the suite file. A set's index lives in `data_dir`, by default
 `$DOCSBOT_DATA_DIR` for a single set and `$DOCSBOT_DATA_DIR/eval/<name>` for several, so each
 corpus is indexed once and reused by later runs (the vector cache makes a rebuild with other
@@ -17,17 +18,13 @@ from typing import Any, TextIO
 
 from docsbot.errors import UserError
 from docsbot.settings import Settings
+from docsbot.wiring import lease_config, rag_config
 from eval.golden import GoldenCase, GoldenError, default_golden_files
-from rag.embeddings import Embedder
-from rag.engine import Engine
-from rag import answerability
-from rag.generation import make_generator
-from rag.levels import Level
-from rag.store import Store
+from eval.procedures import checkout
+from rag import Embedder, Engine, Level, Store, answerability, make_generator
 from sync.folder import ensure_index
 
 EVAL_DIR = Path(__file__).resolve().parent
-DEV_SUITE = EVAL_DIR / "dev-suite.json"  # the three dev sets
 
 
 @dataclass(frozen=True)
@@ -79,9 +76,10 @@ def load_suite(path: Path) -> list[EvalSet]:
         try:
             golden = entry["golden"] if isinstance(entry["golden"], list) else [entry["golden"]]
             level = entry.get("default_level")
+            bundle = entry.get("bundle")  # a Git bundle: "docs" is a folder of its checkout
             sets.append(EvalSet(
                 str(entry["name"]),
-                here / entry["docs"],
+                (checkout(here / bundle) if bundle else here) / entry["docs"],
                 tuple(here / g for g in golden),
                 Level.parse(level) if level else None,
                 entry.get("data_dir"),
@@ -99,26 +97,25 @@ def choose(docs: list[str] | None, golden: list[Path] | None, suite: Path | None
     return from_pairs(docs or [], golden or [])
 
 
-def open_engine(
-    eval_set: EvalSet, base: Settings, several: bool, embedder: Embedder, gate: answerability.Model | None = None
-) -> Engine:
-    """An engine on the set's own index, sharing the (slow to load) embedder; `gate` replaces
-    the calibrated answerability model (calibration starts from one that answers everything)."""
-    settings = eval_set.settings(base, several)
-    return Engine(settings, Store(settings.data_dir), embedder, make_generator(settings), gate)
+def open_engine(settings: Settings, embedder: Embedder, gate: answerability.Model | None = None) -> Engine:
+    """An engine on a set's own index (its `EvalSet.settings`), sharing the (slow to load)
+    embedder; `gate` replaces the calibrated answerability model (calibration starts from one
+    that answers everything)."""
+    config = rag_config(settings)
+    return Engine(config, Store(settings.data_dir), embedder, make_generator(config.llm), gate)
 
 
-def prepare(engine: Engine, eval_set: EvalSet, cases: list[GoldenCase], log: TextIO) -> Path:
-    """Check the gold docs exist, then index the set's docs when its index is missing or was
-    built from another folder. Returns the docs folder."""
-    root = eval_set.docs or Path(engine.settings.docs_dir)
+def prepare(engine: Engine, settings: Settings, eval_set: EvalSet, cases: list[GoldenCase], log: TextIO) -> Path:
+    """Check the gold docs exist, then index the set's docs (`settings`: the engine's) when its
+    index is missing or was built from another folder. Returns the docs folder."""
+    root = eval_set.docs or Path(settings.docs_dir)
     if not root.is_dir():
         raise UserError(f"docs folder {root} does not exist")
     missing = sorted({p for c in cases for p in c.gold_doc_ids if not (root / p).is_file()})
     if missing:
         raise UserError(f"gold doc ids not found under {root}: {', '.join(missing[:5])}"
                         + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
-    stats = ensure_index(engine, root)
+    stats = ensure_index(engine, lease_config(settings), root)
     if stats is not None:
         print(f"indexed {root}: {stats.documents} documents, {stats.chunks} chunks in {stats.seconds:.1f}s", file=log)
     return root

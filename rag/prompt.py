@@ -55,6 +55,8 @@ class Source:
     section: str
     text: str
     page_similarity: float = 0.0  # the best cosine similarity to the question among its page's chunks
+    doc: str = ""  # the document's path: an extractive answer puts a section's chunks back together
+    ordinal: int = 0  # the chunk's position in its document
 
 
 def folded(text: str) -> str:

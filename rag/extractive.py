@@ -1,0 +1,185 @@
+"""The embedded answerer: quotes the spans of the sources that answer the question, no model.
+
+The chunks of one section are put back together (in document order, their overlap removed) and
+read as units (rag/spans.py). Units are scored as before: the (rare) question words they share,
+by stem and synonym, with themselves and, at half weight, with their headings, a bonus when they
+hold the kind of answer asked for and when a number in the question fits a bound they state, all
+scaled by how close their page is to the question. The answer is then built from the best unit's
+section as one contiguous span, widened to whole blocks (rag/procedures.py), and a second span
+from another section when it scores nearly as well; see `ExtractiveAnswerer`.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from rag.followup import heuristic_query
+from rag.kinds import fits_kind, question_kind
+from rag.procedures import (Picked, Quote, Section, acting, choose_span, number_fit, qualifier, render,
+                            runbook_weights, step_quotes)
+from rag.prompt import DECLINE_MARKER, Source
+from rag.spans import parse, resolve_links
+from rag.terms import content_terms, matched_terms, question_terms
+
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def gather(sources: list[Source]) -> list[Section]:
+    """The sources' sections, each put together from its chunks in document order (the overlap a
+    chunk repeats from the one before it removed), cited by the lowest source number."""
+    groups: dict[tuple[str, str], list[Source]] = {}
+    for s in sources:
+        groups.setdefault((s.doc or s.title, s.section), []).append(s)
+    sections: list[Section] = []
+    for (doc, path), members in groups.items():
+        members.sort(key=lambda s: s.ordinal)
+        runs: list[str] = []
+        last = None
+        for s in members:
+            if runs and last is not None and s.ordinal == last + 1:
+                runs[-1] = _join(runs[-1], s.text)
+            else:
+                runs.append(s.text)
+            last = s.ordinal
+        first = members[0]
+        sections.append(Section(doc, first.title, path, min(s.n for s in members),
+                                max(s.page_similarity for s in members), [parse(run) for run in runs], first.ordinal))
+    links: dict[str, dict[str, str]] = {}  # a page's reference links are often defined at its end
+    for section in sections:
+        for parsed in section.runs:
+            links.setdefault(section.doc, {}).update(parsed.links)
+    for section in sections:
+        for parsed in section.runs:
+            for unit in parsed.units:
+                unit.text = resolve_links(unit.text, links[section.doc])
+    return sections
+
+
+def _words(text: str) -> set[str]:
+    """Content words, an identifier in camel case also as its words ("etcdMembersDown")."""
+    return set(content_terms(text)) | set(content_terms(_CAMEL.sub(" ", text)))
+
+
+def _covered(terms: set[str], words: set[str]) -> set[str]:
+    """The terms the words contain, by stem and prefix, or by their first six letters
+    ("diagnose" and "diagnosis")."""
+    stems = {w[:6] for w in words if len(w) >= 6}
+    return matched_terms(terms, words) | {t for t in terms if len(t) >= 6 and t[:6] in stems}
+
+
+def weak(question: str, asked: set[str], vocabulary: set[str], span: str) -> bool:
+    """Whether a span (with its headings) lacks the question's key terms: all of them, or any
+    of one or two. A term that no source contains is left out: whether the sources answer at all
+    was the answerability gate's call, the span is judged against the other sources."""
+    key = question_terms(question) & asked
+    missing = key - _covered(key, _words(span))
+    if not missing:
+        return False
+    elsewhere = _covered(missing, vocabulary)
+    needed = len(key) - len(missing - elsewhere)
+    lacking = len(missing & elsewhere)
+    return needed > 0 and (lacking == needed or needed <= 2 and lacking > 0)
+
+
+def _join(previous: str, text: str) -> str:
+    """Two consecutive chunks as one text: a chunk starts with up to `overlap` characters of the
+    previous one's prose, then a blank line."""
+    cut = 0
+    for match in re.finditer(r"\n\n", text[:2000]):
+        if previous.endswith(text[: match.start()]):
+            cut = match.end()
+    return previous + "\n\n" + text[cut:]
+
+
+@dataclass
+class ExtractiveAnswerer:
+    """The embedded default generator. Whether the sources answer at all was decided before (the
+    engine's calibrated answerability gate); it declines when no unit shares a word with the
+    question, and when the best span lacks the question's key terms (see `weak`)."""
+
+    max_passages: int = 3
+    max_chars: int = 700  # a span of prose
+    procedure_chars: int = 1200  # a procedure, a table: cut at a step or row boundary beyond it
+    kind_bonus: float = 1.0
+    name: str = "extractive"
+
+    async def generate(self, question: str, sources: list[Source], history: list[tuple[str, str]],
+                       on_text: Callable[[str], Awaitable[None]] | None = None) -> str:
+        """Never streams: the quotes are known at once, so `on_text` is not called."""
+        return self.answer(question, sources, history)
+
+    def answer(self, question: str, sources: list[Source], history: Sequence[tuple[str, str]] = ()) -> str:
+        """The answer text, or DECLINE_MARKER (with the near miss) when the sources do not answer."""
+        kind = question_kind(question)
+        asked = set(content_terms(heuristic_query(question, list(history))))
+        if kind == "reason":  # "why did we choose X": the choice is given, its reason is asked
+            asked.discard("decide")
+        sections = gather(sources)
+        scored, vocabulary = self._score(question, kind, asked, sections)
+        if not scored:
+            return DECLINE_MARKER
+        best = scored[0]
+        acts = acting(kind, question)
+        quotes = step_quotes(best, sections, asked, question, self.procedure_chars) if acts else None
+        if quotes is None:
+            quotes = [self._span(best, scored, acts, asked, question)]
+            other = next((p for p in scored[:self.max_passages] if p.section is not best.section
+                          and p.score >= 0.8 * best.score
+                          and (p.terms - best.terms or p.section.doc != best.section.doc)),
+                         None)  # another page, or a term the best unit lacks
+            if other is not None:  # in document order when both are on one page
+                earlier = other.section.doc == best.section.doc and other.section.ordinal < best.section.ordinal
+                quotes.insert(0 if earlier else 1, self._span(other, scored, acts, asked, question))
+        if (extra := qualifier(quotes, sections, asked, self.max_chars)) is not None:
+            quotes.append(extra)
+        first = next((q for q in quotes if q.section is best.section), quotes[0])
+        if weak(question, asked, vocabulary, f"{best.section.title} {best.section.path} {best.unit.text} {first.text}"):
+            return f"{DECLINE_MARKER} (closest: {best.section.title} › {best.section.path})"
+        return render(quotes)
+
+    def _span(self, best: Picked, scored: list[Picked], acts: bool, asked: set[str], question: str) -> Quote:
+        return choose_span(best, [p for p in scored if p.section is best.section], acts, asked, question,
+                           self.max_passages, self.max_chars, self.procedure_chars)
+
+    def _score(self, question: str, kind: str | None, asked: set[str],
+               sections: list[Section]) -> tuple[list[Picked], set[str]]:
+        """Every unit that shares a question word, best first (ties: document order), and the
+        words of all the sources (their headings too)."""
+        candidates = []
+        vocabulary: set[str] = set()
+        for section in sections:
+            vocabulary |= _words(f"{section.title} {section.path}")
+            outer, _, own = section.path.rpartition(" › ")
+            title_terms = matched_terms(asked, set(content_terms(section.title)))
+            own_terms = matched_terms(asked, set(content_terms(own)))
+            outer_terms = matched_terms(asked, set(content_terms(outer)))
+            for run, parsed in enumerate(section.runs):
+                for index, unit in enumerate(parsed.units):
+                    words = set(content_terms(unit.text))
+                    vocabulary |= words
+                    mine = matched_terms(asked, words)
+                    candidates.append((section, run, index, mine, mine | title_terms, own_terms, outer_terms))
+        df = Counter(t for c in candidates for t in c[4] | c[5])
+        idf = {t: math.log(1 + len(candidates) / df[t]) for t in df}
+        top = max((s.similarity for s in sections), default=0.0)
+        weights = runbook_weights(question, sections)
+        scored = []
+        for order, (section, run, index, mine, overlap, own_terms, outer_terms) in enumerate(candidates):
+            if not overlap and not own_terms and not outer_terms:
+                continue
+            unit = section.runs[run].units[index]
+            relevance = sum(idf[t] for t in overlap | own_terms)
+            relevance += 0.5 * sum(idf.get(t, 1.0) for t in outer_terms - overlap - own_terms) + 0.5 / section.n
+            if top > 0:  # a page far less similar to the question than the best one weighs less
+                relevance *= (max(section.similarity, 0.0) / top) ** 0.5
+            relevance *= weights.get(id(section), 1.0)
+            # a reason given in the passage counts when the passage is about what was asked (not only
+            # its page): "because of its volume" in an ADR's list of settings is not why it was chosen
+            fit = fits_kind(kind, section.path, unit.text if mine or kind != "reason" else "")
+            bonus = self.kind_bonus * fit + 0.5 * number_fit(question, unit.text)
+            scored.append(Picked(relevance * (1 + bonus), order, section, run, index, frozenset(overlap | own_terms)))
+        scored.sort(key=lambda p: (-p.score, p.order))
+        return scored, vocabulary

@@ -1,0 +1,213 @@
+"""The extractive answerer quotes spans a person can act on (issue 23), on real excerpts: the
+sample docs (chunked as they are indexed) and openshift/runbooks pages (Apache-2.0)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.blocks import mrkdwn
+from rag.chunking import chunk_document
+from rag.documents import AccessRules, load_folder
+from rag.generation import ExtractiveAnswerer
+from rag.prompt import DECLINE_MARKER, Source
+from rag.spans import fences_balanced
+
+DOCS = Path(__file__).resolve().parents[1] / "docs-sync"
+_PAGES = {d.path: d for d in load_folder(DOCS, ["**/*.md"], [], AccessRules({}), 2_000_000)[0]}
+
+
+def page(path: str, first: str = "", size: int = 1000, overlap: int = 150) -> list[Source]:
+    """A sample page's chunks as the engine gives them: the chunk of section `first` first (the
+    best match), then the rest of the page in order."""
+    doc = _PAGES[path]
+    chunks = chunk_document(doc, size, overlap)
+    chunks.sort(key=lambda c: (not (first and c.section.startswith(first)), c.ordinal))
+    return [Source(n, doc.title, c.section, c.text, 0.6, doc.path, c.ordinal) for n, c in enumerate(chunks, 1)]
+
+
+def runbook(title: str, sections: dict[str, str]) -> list[Source]:
+    return [Source(n, title, name, text.strip(), 0.6, f"{title}.md", n)
+            for n, (name, text) in enumerate(sections.items(), 1)]
+
+
+def answer(question: str, sources: list[Source], history: list[tuple[str, str]] = (), **options: int) -> str:  # type: ignore[assignment]
+    return ExtractiveAnswerer(**options).answer(question, sources, list(history))
+
+
+def in_order(text: str, *parts: str) -> bool:
+    at = 0
+    for part in parts:
+        at = text.find(part, at)
+        if at < 0:
+            return False
+    return True
+
+
+COREDNS = runbook("CoreDNSErrorsHigh", {
+    "Meaning": "CoreDNS is returning SERVFAIL more than 1% of total requests.",
+    "Impact": "Warning: Some requests are not resolved.",
+    "Diagnosis": """
+1. Check DNS operator:
+
+    ```shell
+    oc get co/dns
+    ```
+
+2. Check CoreDNS daemonsets if they are running on all nodes:
+
+    ```shell
+    oc get ds -n openshift-dns
+    ```
+
+3. Check CoreDNS pods if they can reach the upstream nameservers:
+
+    ```shell
+    # CoreDNS pods name start with dns-default as prefix
+    oc exec pod/$COREDNS_POD_NAME -c dns -n openshift-dns -- \\
+        dig -q $DOMAIN_NAME @$IP_OF_UPSTREAM_NAMESERVER
+    ```
+
+4. Check the upstream nameservers if they are returning SERVFAIL:
+
+    ```shell
+    # Enable Debug logLevel in CoreDNS
+    oc patch dnses.operator.openshift.io/default \\
+        --patch '{"spec":{"logLevel":"Debug"}}' --type=merge
+
+    # Follow the log streams in proportion to the number of CoreDNS pods
+    oc logs -c dns -l dns.operator.openshift.io/daemonset-dns=default \\
+        -n openshift-dns --follow --max-log-requests $NUMBER_OF_COREDNS_PODS --timestamps
+    ```
+""",
+})
+
+REGISTRY = runbook("ImageRegistryStorageFull", {
+    "Meaning": "This alert is triggered when the image registry pvc storage is full.",
+    "Impact": "Builds and direct pushes to the image registry will fail.",
+    "Mitigation": """
+Review the [image pruner][imagePruner] parameters to ensure they suit your needs.
+
+If the image pruner is correctly configured to your needs, you will need more
+storage space for the image registry. Some storage solutions support volume
+expansion. Follow the [relevant documentation][volumeExpansion] for details.
+
+
+[imagePruner]: https://docs.openshift.com/container-platform/4.17/applications/pruning-objects.html#pruning-images_pruning-objects
+[volumeExpansion]: https://docs.openshift.com/container-platform/4.17/storage/expanding-persistent-volumes.html
+""",
+})
+
+DEFRAG = """
+When the etcd DB size increases, we can defragment existing etcd DB to optimize
+DB consumption as described in [here][etcdDefragmentation]. Run the following
+command in all etcd pods.
+
+```console
+$ etcdctl defrag
+```
+"""
+
+
+def test_a_numbered_procedure_is_quoted_whole_in_order_with_its_code_blocks():
+    text = answer("CoreDNS is returning SERVFAIL, how do I debug it?", COREDNS)
+    assert in_order(text, "1. Check DNS operator", "oc get co/dns", "2. Check CoreDNS daemonsets", "oc get ds",
+                    "3. Check CoreDNS pods", "dig -q", "4. Check the upstream", "--max-log-requests")
+    assert fences_balanced(text) and text.count("[3]") == 1
+
+
+def test_a_procedure_over_the_budget_is_cut_at_a_step_boundary_and_says_what_is_left():
+    text = answer("CoreDNS is returning SERVFAIL, how do I debug it?", COREDNS, procedure_chars=250)
+    assert "2. Check CoreDNS daemonsets" in text and "3. Check" not in text
+    assert "… (steps 3–4 in the doc) [3]" in text and fences_balanced(text)
+
+
+def test_step_sections_are_quoted_in_step_order_from_the_first_step():
+    # The best match is Step 2's Helm block; the page's chunks come in that order.
+    text = answer("tidepool-api is throwing 500s since the last deploy, how do I roll it back?",
+                  page("runbooks/rollback.md", first="Step 2: roll back › Option A"))
+    assert in_order(text, "*Step 1: stop Argo CD", "argocd app set tidepool-api-prod --sync-policy none",
+                    "*Step 2: roll back › Option A: Helm", "helm history tidepool-api", "helm rollback tidepool-api 41")
+    assert "(or: Option B: kubectl" in text and "kubectl rollout undo" not in text
+    assert fences_balanced(text) and "in the doc)" in text
+
+
+def test_a_lead_in_is_quoted_with_the_command_it_introduces():
+    # Small chunks put the lead-in and its command in two chunks of the section.
+    sources = page("runbooks/ingest-backlog.md", first="Step 1: look at the lag", size=180, overlap=0)
+    text = answer("how do I look at the ingest lag from a shell?", sources)
+    assert in_order(text, "from a shell with VPN and production read access:", "```bash",
+                    "--describe --group ingest-worker")
+    assert fences_balanced(text)
+
+
+def test_a_code_block_whose_end_is_not_in_the_sources_is_not_quoted():
+    cut_off = DEFRAG.strip().rsplit("\n", 1)[0]  # the chunk ended before the closing fence
+    text = answer("how do I defragment the etcd database?", runbook("etcdHighFsyncDurations", {"Mitigation": cut_off}))
+    assert fences_balanced(text) and "etcdctl defrag" not in text and not text.rstrip(" [1]").endswith(":")
+
+
+def test_chunks_of_one_section_are_put_back_together_and_cited_once():
+    # Small chunks cut the Step 4 list of the rollback runbook (a code block nested in item 3).
+    text = answer("how do I clean up after a rollback?",
+                  page("runbooks/rollback.md", first="Step 4", size=200, overlap=60))
+    assert in_order(text, "1. Create a Jira ticket", "2. Revert the version bump", "3. Only then re-enable auto-sync",
+                    "argocd app set tidepool-api-prod --sync-policy automated --self-heal", "4. If the rollback")
+    assert fences_balanced(text) and text.count("[") == 1
+
+
+def test_a_rule_comes_with_the_exception_below_it():
+    text = answer("can I ship a hotfix during the december freeze?",
+                  page("policies/deploy-policy.md", first="Deploy windows"))
+    assert in_order(text, "December 20 to January 3", "*Exceptions:*", "VP of Engineering")
+
+
+def test_an_exception_that_does_not_match_the_question_is_named():
+    text = answer("can I deploy to production on a Friday?", page("policies/deploy-policy.md", first="Deploy windows"))
+    assert in_order(text, "No deploys on Fridays", "Exceptions apply: see Deploy Policy › Exceptions")
+
+
+def test_runbook_sections_answer_their_kind_of_question():
+    todo = answer("the image registry storage is full, what should I do?", REGISTRY)
+    assert "Review the [image pruner](https://docs.openshift.com/" in todo and "is triggered when" not in todo
+    meaning = answer("what does the ImageRegistryStorageFull alert mean?", REGISTRY)
+    assert "image registry pvc storage is full" in meaning and "pruner" not in meaning
+
+
+def test_a_question_about_a_whole_table_gets_the_table():
+    text = answer("how much extra do I get paid for being on call?", page("handbook/on-call.md", first="Compensation"))
+    assert in_order(text, "| Item | Amount |", "€250", "€125", "€50", "€100 extra")
+
+
+def test_a_question_naming_a_row_gets_that_row_with_its_header():
+    text = answer("and as secondary?", page("handbook/on-call.md", first="Compensation"),
+                  [("user", "how much extra do I get paid for being on call?"), ("agent", "...")])
+    assert "Item: Secondary, per full week; Amount: €125" in text and "€250" not in text
+
+
+def test_a_quote_without_the_question_key_terms_is_declined_with_the_near_miss():
+    sources = page("onboarding/vpn-setup.md", first="Step 1: install WireGuard › Windows")
+    text = answer("what is the admin password?", [s for s in sources if "assistants" not in s.section])
+    assert text.startswith(DECLINE_MARKER) and "closest: VPN Setup" in text
+
+
+def test_a_code_block_comes_with_its_lead_in_and_is_shown_once():
+    quota = runbook("etcdDatabaseQuotaLowSpace", {"Mitigation › Defrag": DEFRAG})
+    fsync = [Source(2, "etcdHighFsyncDurations", "Mitigation › Fragmented state", DEFRAG.strip(), 0.6, "fsync.md", 1)]
+    text = answer("etcd is fragmented, how do I defragment the etcd database?", quota + fsync)
+    assert in_order(text, "Run the following command in all etcd pods.", "$ etcdctl defrag")
+    assert text.count("$ etcdctl defrag") == 1 and fences_balanced(text)
+
+
+def test_reference_links_defined_elsewhere_on_the_page_are_resolved():
+    sources = runbook("etcdHighFsyncDurations", {
+        "Mitigation › Fragmented state":
+            "Further info on etcd best practices can be found in the [OpenShift docs\nhere][etcdPractices].",
+        "Mitigation › References": "[etcdPractices]: https://docs.openshift.com/container-platform/4.13/etcd.html",
+    })
+    text = answer("where are the etcd best practices?", sources)
+    assert "[OpenShift docs here](https://docs.openshift.com/container-platform/4.13/etcd.html)" in text
+    assert "][" not in text
+
+
+def test_slack_shows_code_blocks_without_the_language_word_and_links_as_text():
+    shown = mrkdwn("Run:\n```console\n$ etcdctl defrag\n```\nsee [here](https://etcd.io/docs/)")
+    assert shown == "Run:\n```\n$ etcdctl defrag\n```\nsee here (https://etcd.io/docs/)"
