@@ -7,24 +7,19 @@ worker (holding the index-writer lease) run together.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bot.app import build_bot
-from bot.console import run_console
-from bot.docs_sync import request_sync, webhook_routes
-from bot.serve import serve
-from bot.services import SyncCommand
-from docsbot.settings import Settings
-from rag.engine import Engine
-from state.db import StateDB, open_state
-from state.sync_requests import SyncRequests
-from sync.cli import watched_path
-from sync.folder import ensure_index
-from sync.worker import SyncWorker
+# Bolt, the engine and the state store load when a command runs, not when the parser is built.
+if TYPE_CHECKING:
+    from bot.services import SyncCommand
+    from docsbot.settings import Settings
+    from rag import Engine
+    from state.db import StateDB
+    from state.sync_requests import SyncRequests
 
 
 class SlackNotConfigured(ValueError):
@@ -47,23 +42,31 @@ def slack_configured(settings: Settings) -> bool:
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     # A replica never writes the index (unless --docs asks it to index a folder first): an index
     # in a bucket is read from a local mirror, which keeps answering when the bucket does not.
-    engine = Engine.from_settings(settings, read_only=not args.docs)
-    ensure_index(engine, Path(args.docs) if args.docs else None)
+    from docsbot.wiring import lease_config, open_engine
+    from sync.folder import ensure_index
+
+    engine = open_engine(settings, read_only=not args.docs)
+    ensure_index(engine, lease_config(settings), Path(args.docs) if args.docs else None)
     return serve_slack(settings, engine, with_worker=False)
 
 
 def cmd_console(settings: Settings, args: argparse.Namespace) -> int:
+    from docsbot.wiring import lease_config, open_engine
+    from sync.folder import ensure_index
+
     if args.docs:  # the folder the in-process worker keeps in sync
         settings = settings.model_copy(update={"docs_dir": args.docs})
-    engine = Engine.from_settings(settings)
-    ensure_index(engine, Path(settings.docs_dir))
+    engine = open_engine(settings)
+    ensure_index(engine, lease_config(settings), Path(settings.docs_dir))
     return open_console(settings, engine)
 
 
 def run_bot(settings: Settings, engine: Engine) -> int:
     """`docsbot run`: the Slack bot when a bot token is set, else the local console; either way
     with the sync worker in the same process."""
-    return serve_slack(settings, engine, with_worker=True) if slack_configured(settings) else open_console(settings, engine)
+    if slack_configured(settings):
+        return serve_slack(settings, engine, with_worker=True)
+    return open_console(settings, engine)
 
 
 @dataclass
@@ -78,12 +81,22 @@ class SyncSide:
 @asynccontextmanager
 async def sync_side(settings: Settings, engine: Engine, with_worker: bool) -> AsyncIterator[SyncSide]:
     """Open the state store; with_worker also runs the sync worker on this event loop."""
-    db = await open_state(settings)
-    requests = SyncRequests(db, settings.sync_request_poll_s)
+    import asyncio
+
+    from bot.docs_sync import request_sync
+    from docsbot.wiring import sync_config
+    from state.opening import open_state
+    from state.sync_requests import SyncRequests
+    from sync.service import watched_path
+    from sync.worker import SyncWorker
+
+    config = sync_config(settings)
+    db = await open_state(config.state)
+    requests = SyncRequests(db, config.request_poll_s)
     stop = asyncio.Event()
     worker = None
     if with_worker:
-        worker = asyncio.create_task(SyncWorker(settings, db, engine.embedder, watched_path(settings)).run(stop))
+        worker = asyncio.create_task(SyncWorker(config, db, engine.embedder, watched_path(config)).run(stop))
     try:
         yield SyncSide(db, requests, request_sync(requests))
     finally:
@@ -97,7 +110,14 @@ def serve_slack(settings: Settings, engine: Engine, with_worker: bool) -> int:
     missing = [name for name, value in (("SLACK_BOT_TOKEN", settings.slack_bot_token),
                                         ("SLACK_SIGNING_SECRET", settings.slack_signing_secret)) if value is None]
     if missing:
-        raise SlackNotConfigured(f"set {' and '.join(missing)} to serve Slack (or run `docsbot console` to try it locally)")
+        raise SlackNotConfigured(
+            f"set {' and '.join(missing)} to serve Slack (or run `docsbot console` to try it locally)")
+    import asyncio
+
+    from bot.app import build_bot
+    from bot.docs_sync import webhook_routes
+    from bot.serve import serve
+
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
 
     async def main() -> None:
@@ -111,6 +131,10 @@ def serve_slack(settings: Settings, engine: Engine, with_worker: bool) -> int:
 
 
 def open_console(settings: Settings, engine: Engine) -> int:
+    import asyncio
+
+    from bot.local.console import run_console
+
     async def main() -> None:
         async with sync_side(settings, engine, with_worker=True) as side:
             await run_console(settings, engine, side.command, side.db)

@@ -1,7 +1,7 @@
 """Requests to the bot made the way Slack makes them: events, slash commands and interactions,
 signed with the signing secret (`v0=HMAC_SHA256(secret, "v0:{ts}:{raw body}")`).
 
-Used by the local console, the tests and the ack benchmark, with `bot.standin` playing the Web API.
+Used by the local console, the tests and the ack benchmark, with `bot.local.standin` playing the Web API.
 """
 from __future__ import annotations
 

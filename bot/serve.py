@@ -25,6 +25,7 @@ from bot import blocks, telemetry
 from bot.app import DocsBot, web_app
 from bot.deliveries import signature
 from bot.services import housekeeping
+from bot.socket_mode import keep_connecting, sdk_logger
 from docsbot.observability.tracing import shutdown_tracing
 
 log = logging.getLogger(__name__)
@@ -41,11 +42,11 @@ async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     await verify_slack_auth(bot)
-    socket_mode = ObservedSocketMode(bot.app, app_token) if app_token else None
-    if socket_mode is not None:
-        await socket_mode.connect_async()
+    socket_mode = ObservedSocketMode(bot.app, app_token, logger=sdk_logger()) if app_token else None
+    connecting = asyncio.create_task(keep_connecting(socket_mode)) if socket_mode is not None else None
     log.info("docsbot is listening on %s:%d (%s)", host, port,
-             "Socket Mode; HTTP for health, metrics and webhooks" if socket_mode else "HTTP, Slack events at /slack/events")
+             "Socket Mode; HTTP for health, metrics and webhooks" if socket_mode
+             else "HTTP, Slack events at /slack/events")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -54,6 +55,8 @@ async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str
         async with housekeeping(bot.services):
             await stop.wait()
     finally:
+        if connecting is not None:
+            connecting.cancel()
         await drain(bot, socket_mode, drain_s)
         await runner.cleanup()
         await telemetry.close_client(bot.client)

@@ -2,32 +2,31 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
+import logging
+import os
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-from pydantic_settings import SettingsError
-
-from bot.cli import register as register_bot, run_bot
+# Only what building the parser needs is imported here: each command imports its own modules
+# (the model, LanceDB, Bolt, SQLAlchemy, OpenTelemetry), so `docsbot --help` starts in a blink.
+from bot.cli import register as register_bot
 from docsbot.doctor import register as register_doctor
 from docsbot.errors import UserError
-from docsbot.observability.logs import setup_logging
-from docsbot.observability.tracing import setup_tracing
-from docsbot.settings import Settings
-from rag.answer import ABSTAIN_MESSAGES, Answer, Diagnostics
-from rag.embeddings import EmbeddingError
-from rag.engine import Engine
-from rag.indexer import IndexStats
-from rag.levels import Level
-from rag.store import StoreError
-from sync.folder import ensure_index, index_folder
-from sync.cli import register as register_sync
-from sync.gitcmd import GitError
-from state.db import StateUnavailable, database_url, migrate
+from docsbot.sync_commands import register as register_sync
+from rag import Level
+from sync.report import short_commit
 
+if TYPE_CHECKING:
+    from docsbot.settings import Settings
+    from rag import Answer, IndexStats
+
+# Errors a command reports as one line (exit 2), by module: a class is looked up only once its
+# module is loaded, since an error of a module that was never imported cannot have been raised.
+REPORTED = {"rag.store.errors": "StoreError", "rag.embeddings": "EmbeddingError", "sync.gitcmd": "GitError",
+            "sync.errors": "SyncError", "state.db": "StateUnavailable", "state.errors": "StateConfigError"}
 
 
 def print_index(stats: IndexStats, as_json: bool) -> None:
@@ -54,7 +53,7 @@ def render_answer(answer_json: dict) -> str:
         if c["version"]:
             bits.append(f"v{c['version']}")
         if c["commit"]:
-            bits.append(c["commit"][:7])
+            bits.append(short_commit(c["commit"]))
         if c["commit_date"]:
             bits.append(c["commit_date"][:10])
         if c["url"]:
@@ -64,28 +63,62 @@ def render_answer(answer_json: dict) -> str:
 
 
 def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
-    engine = Engine.from_settings(settings)
-    print_index(index_folder(engine, Path(args.docs or settings.docs_dir), rebuild=args.rebuild), args.json)
+    from docsbot.readiness import say_readable
+    from docsbot.wiring import lease_config, open_engine
+    from sync.folder import index_folder
+
+    stats = index_folder(open_engine(settings), lease_config(settings), Path(args.docs or settings.docs_dir),
+                         rebuild=args.rebuild)
+    print_index(stats, args.json)
+    say_readable(settings, args.json)
     return 0
 
 
 def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
-    """Print the answer; an index that is missing or cannot be read is an error (exit 2), still
-    printed as an answer with `abstain_reason: index_unavailable` under --json."""
-    engine = Engine.from_settings(settings)
+    """Print the answer; the exit status says how it went (ASK_CODES). An index that is missing or
+    cannot be read is an error, still printed as an answer with `abstain_reason:
+    index_unavailable` under --json."""
+    import asyncio
+
+    from docsbot.wiring import lease_config, open_engine
+    from rag import StoreError
+    from sync.folder import ensure_index
+
+    engine = open_engine(settings)
     level = Level.parse(args.level)
     try:
-        ensure_index(engine, Path(args.docs) if args.docs else None)
+        ensure_index(engine, lease_config(settings), Path(args.docs) if args.docs else None)
         answer = asyncio.run(engine.ask(args.question, level))
     except StoreError as exc:
         answer = unavailable(args.question, level, str(exc))
     if answer.abstain_reason == "index_unavailable" and not args.json:
         raise UserError(answer.detail)
+    if answer.abstain_reason == "no_access" and not args.json:
+        answer.answer = no_access_here(level)
     print(json.dumps(answer.to_json(), indent=2) if args.json else render_answer(answer.to_json()))
-    return 2 if answer.abstain_reason == "index_unavailable" else 0
+    return ASK_EXIT.get(answer.abstain_reason or "", 0 if answer.answered else 1)
+
+
+def no_access_here(level: Level) -> str:
+    """The no-access abstention as a terminal says it: no conversation, and the flag to use."""
+    higher = "|".join(other.name for other in Level if other > level)
+    return (f"I can't answer this at the `{level.name}` level: the documents that cover it are above it. "
+            f"To read them from here: docsbot ask --level {higher} QUESTION")
+
+
+# `docsbot ask`'s exit status, by abstention reason; shown by `docsbot ask --help`.
+ASK_EXIT = {"provider_error": 3, "index_unavailable": 2}
+ASK_CODES = """exit status:
+  0  answered
+  1  declined: nothing in the docs covers it, the documents that do are above --level, or the
+     answer could not be backed by citations
+  2  error: bad usage or configuration, or the index is missing or cannot be read
+  3  the AI service (OPENAI_BASE_URL) failed: try again later"""
 
 
 def unavailable(question: str, level: Level, detail: str) -> Answer:
+    from rag import ABSTAIN_MESSAGES, Answer, Diagnostics
+
     return Answer(question, ABSTAIN_MESSAGES["index_unavailable"], False, "index_unavailable", [], Diagnostics(),
                   level.name, detail=detail)
 
@@ -100,21 +133,33 @@ def question_text(value: str) -> str:
 def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     """Index the docs folder, then serve Slack (when SLACK_BOT_TOKEN is set) or open the local console,
     with the sync worker keeping that folder indexed."""
+    from bot.cli import run_bot
+    from docsbot.readiness import say_readable
+    from docsbot.wiring import lease_config, open_engine
+    from sync.folder import index_folder
+
     if args.docs:
         settings = settings.model_copy(update={"docs_dir": args.docs})
-    engine = Engine.from_settings(settings)
-    print_index(index_folder(engine, Path(settings.docs_dir)), False)  # waits out a console killed just before
+    engine = open_engine(settings)
+    # index_folder waits out the lease of a console killed just before
+    print_index(index_folder(engine, lease_config(settings), Path(settings.docs_dir)), False)
+    say_readable(settings, False)
     return run_bot(settings, engine)
 
 
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
     """Bring the state database's schema up to date (also done by every process at start)."""
+    from docsbot.wiring import database_url
+    from state.db import migrate
+
     print(f"state database schema at revision {migrate(database_url(settings))}")
     return 0
 
 
 def env_name(field: str) -> str:
     """The variable that sets a settings field (an error's location: a field name or an alias)."""
+    from docsbot.settings import Settings
+
     if field not in Settings.model_fields:
         return field if field.isupper() else f"DOCSBOT_{field.upper()}"
     alias = Settings.model_fields[field].validation_alias
@@ -123,6 +168,11 @@ def env_name(field: str) -> str:
 
 def load_settings() -> Settings:
     """Settings from the environment; a bad value is a UserError naming the variable, one line."""
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from docsbot.settings import Settings
+
     try:
         return Settings()
     except ValidationError as exc:
@@ -134,7 +184,8 @@ def load_settings() -> Settings:
     except SettingsError as exc:  # a list or mapping variable that is not valid JSON
         field = re.search(r'field "(\w+)"', str(exc))
         raise UserError(f"invalid configuration: {env_name(field.group(1)) if field else exc}: "
-                        "not valid JSON (a list like [\"**/*.md\"] or a mapping like {\"public/**\": \"public\"})") from None
+                        "not valid JSON (a list like [\"**/*.md\"] "
+                        "or a mapping like {\"public/**\": \"public\"})") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,21 +195,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="index a docs folder (full rebuild)")
     p.add_argument("--docs", help="docs folder (default: $DOCSBOT_DOCS_DIR or docs-sync)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the counts and skipped files as JSON")
     p.add_argument("--rebuild", action="store_true",
                    help="build a new index from the docs alone and swap it in (repairs an unreadable index; "
                         "the old one answers until the new one is complete)")
     p.set_defaults(handler=cmd_index)
 
-    p = sub.add_parser("ask", help="answer one question")
-    p.add_argument("question", type=question_text)
-    p.add_argument("--level", choices=levels, default="public", help="the asker's access level")
+    p = sub.add_parser("ask", help="answer one question", epilog=ASK_CODES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("question", type=question_text, help="the question, quoted")
+    p.add_argument("--level", choices=levels, default="public",
+                   help="the asker's access level (default: public)")
     p.add_argument("--docs", help="index this folder first if the index was built from another")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the answer, citations and diagnostics as JSON")
     p.set_defaults(handler=cmd_ask)
 
     p = sub.add_parser("run", help="index the docs, then serve Slack (with SLACK_BOT_TOKEN) or a local console")
-    p.add_argument("--docs")
+    p.add_argument("--docs", help="docs folder (default: $DOCSBOT_DOCS_DIR or docs-sync)")
     p.set_defaults(handler=cmd_run)
     p = sub.add_parser("migrate", help="create or upgrade the state database's schema (DOCSBOT_DATABASE_URL)")
     p.set_defaults(handler=cmd_migrate)
@@ -175,9 +228,16 @@ def configure_observability(settings: Settings, args: argparse.Namespace) -> Non
                settings.openai_api_key, settings.webhook_secret, settings.repo, settings.database_url]
     service = (args.command == "serve" or (args.command == "sync" and getattr(args, "watch", False))
                or (args.command == "run" and settings.slack_bot_token is not None))
+    from docsbot.observability.logs import setup_logging
+
     setup_logging(settings.log_level or ("INFO" if service else "WARNING"), settings.log_format,
                   settings.log_questions, secrets)
-    setup_tracing("docsbot-sync" if args.command == "sync" else "docsbot")
+    if not settings.log_level:  # a long index or sync still says how far it is (~10 s), on a terminal or not
+        logging.getLogger("docsbot.progress").setLevel(logging.INFO)
+    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):  # else the API's no-op tracer, never imported here
+        from docsbot.observability.tracing import setup_tracing
+
+        setup_tracing("docsbot-sync" if args.command == "sync" else "docsbot")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,11 +246,21 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings()
         configure_observability(settings, args)
         return args.handler(settings, args)
-    except (UserError, StoreError, EmbeddingError, GitError, StateUnavailable, ValueError) as exc:
+    except Exception as exc:
+        if not reported(exc):
+            raise
         print(f"docsbot: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def reported(exc: Exception) -> bool:
+    """Whether `exc` is a problem a person must act on (said in one line) rather than a bug."""
+    if isinstance(exc, (UserError, ValueError)):
+        return True
+    return any(isinstance(exc, getattr(sys.modules[module], name))
+               for module, name in REPORTED.items() if module in sys.modules)
 
 
 if __name__ == "__main__":

@@ -8,25 +8,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from importlib.resources import files
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import openai
-from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from docsbot.readiness import (
+    Readable, links_of, member_level, readable_documents, readable_fix, remote_of, web_from_remote,
+)
 
-from docsbot.settings import Settings
-from rag.embeddings import Embedder, EmbeddingError, make_embedder
-from rag.store import Store, StoreError
+# Each check imports the client it needs: registering `doctor` in the CLI's parser costs nothing.
+if TYPE_CHECKING:
+    from docsbot.settings import Settings
+    from rag import Embedder
 
 Status = Literal["ok", "warning", "failed"]
 MANIFEST = files("bot") / "manifest.json"  # the Slack app manifest, shipped in the wheel
 TIMEOUT_S = 10.0
+SAMPLE_DOCS = (Path(__file__).resolve().parent.parent / "docs-sync").resolve()  # what `make run` indexes
 _SLACK_ID = {"users": re.compile(r"^[UW][A-Z0-9_]{2,}$"), "admins": re.compile(r"^[UW][A-Z0-9_]{2,}$"),
              "groups": re.compile(r"^S[A-Z0-9_]{2,}$"), "channels": re.compile(r"^[CGD][A-Z0-9_]{2,}$")}
 
@@ -39,7 +42,7 @@ class Finding:
     fix: str = ""
 
 
-Check = Callable[[Settings], list[Finding]]
+Check = Callable[["Settings"], list[Finding]]
 
 
 # -- Slack -----------------------------------------------------------------------------------------
@@ -58,8 +61,13 @@ def slack_checks(settings: Settings) -> list[Finding]:
 
 
 def _auth(settings: Settings) -> Finding:
+    from slack_sdk import WebClient
+    from slack_sdk.errors import SlackApiError
+
+    quiet = logging.getLogger("docsbot.doctor.slack")  # the finding says it once; no raw slack_sdk ERROR lines
+    quiet.disabled = True
     client = WebClient(token=settings.slack_bot_token.get_secret_value(),  # type: ignore[union-attr]
-                       base_url=settings.slack_api_url, timeout=int(TIMEOUT_S))
+                       base_url=settings.slack_api_url, timeout=int(TIMEOUT_S), logger=quiet)
     try:
         response = client.auth_test()
     except SlackApiError as exc:
@@ -77,7 +85,8 @@ def _auth(settings: Settings) -> Finding:
     missing = sorted(set(manifest_scopes()) - granted)
     if missing:
         return Finding("slack auth", "failed", f"{who}; missing scopes: {', '.join(missing)}",
-                       "add them on the app's OAuth & Permissions page (or update it from bot/manifest.json) and reinstall")
+                       "add them on the app's OAuth & Permissions page (or update it from bot/manifest.json) "
+                       "and reinstall")
     return Finding("slack auth", "ok", f"{who}; every scope in bot/manifest.json granted")
 
 
@@ -98,8 +107,12 @@ def _app_token(settings: Settings) -> Finding:
 def llm_checks(settings: Settings) -> list[Finding]:
     if not settings.use_llm:
         return [Finding("llm", "ok", "no LLM configured: the embedded extractive answerer is used")]
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "unused"
-    client = openai.OpenAI(api_key=key, base_url=settings.openai_base_url, max_retries=0, timeout=TIMEOUT_S)
+    import openai
+
+    from docsbot.wiring import llm_config
+    from rag import openai_client
+
+    client = openai_client(llm_config(settings), TIMEOUT_S)
     where = settings.openai_base_url or "api.openai.com"
     try:
         models = [m.id for m in client.models.list()]
@@ -114,7 +127,8 @@ def llm_checks(settings: Settings) -> list[Finding]:
                          "make sure DOCSBOT_CHAT_MODEL names a model the endpoint serves")
     else:
         listed = (Finding("llm model", "ok", f"{settings.chat_model} is listed") if settings.chat_model in models
-                  else Finding("llm model", "failed", f"{settings.chat_model} is not among the {len(models)} models listed",
+                  else Finding("llm model", "failed",
+                               f"{settings.chat_model} is not among the {len(models)} models listed",
                                f"set DOCSBOT_CHAT_MODEL to one of: {', '.join(models[:8]) or '(none)'}"))
     found = [Finding("llm endpoint", "ok", f"{where} answers"), listed]
     try:
@@ -133,8 +147,13 @@ def _brief(exc: BaseException) -> str:
 
 
 def embedding_check(settings: Settings) -> tuple[Finding, Embedder | None]:
+    import openai
+
+    from docsbot.wiring import rag_config
+    from rag import EmbeddingError, make_embedder
+
     try:
-        embedder = make_embedder(settings)
+        embedder = make_embedder(rag_config(settings))
         if settings.embedding_provider == "local":
             return Finding("embeddings", "ok", f"{embedder.name} loaded, weights verified by sha256"), embedder
         dim = embedder.embed(["docsbot doctor"]).shape[1]
@@ -147,6 +166,8 @@ def embedding_check(settings: Settings) -> tuple[Finding, Embedder | None]:
 
 # -- the index -------------------------------------------------------------------------------------
 def index_checks(settings: Settings, embedder: Embedder | None) -> list[Finding]:
+    from rag import Store, StoreError
+
     try:
         store = Store(settings.data_dir)
         if not store.exists():
@@ -155,6 +176,8 @@ def index_checks(settings: Settings, embedder: Embedder | None) -> list[Finding]
         if embedder is not None:
             store.check_embedding(embedder.name, embedder.dim)
         counts, meta = store.counts(), store.meta()
+        readable = readable_documents(store, member_level(settings))
+        linked = store.doc_columns("url", "commit")
     except StoreError as exc:
         return [Finding("index", "failed", str(exc),
                         "rebuild it with the configured model (`docsbot index` / `docsbot sync`), "
@@ -166,7 +189,53 @@ def index_checks(settings: Settings, embedder: Embedder | None) -> list[Finding]
                      f"{counts['documents']} documents, {counts['chunks']} chunks",
                      "" if counts["chunks"] else "index some docs: `docsbot index` or `docsbot sync`")]
     found.append(_freshness(meta))
+    if counts["documents"]:
+        found += [_readable(settings, readable), _links(settings, linked)]
     return found
+
+
+def _readable(settings: Settings, readable: Readable) -> Finding:
+    if readable.readable:
+        return Finding("readable docs", "ok", readable.line())
+    return Finding("readable docs", "warning", readable.line() + ": nobody in Slack gets an answer",
+                   readable_fix(settings))
+
+
+def _links(settings: Settings, docs: dict[str, tuple]) -> Finding:
+    """Citation links: a web address configured (or derived) and applied to the index."""
+    repo_web, _ = links_of(settings)
+    if not repo_web:
+        remote = remote_of(settings)
+        derived = web_from_remote(remote) if remote else None
+        fix = ("set DOCSBOT_REPO_WEB to the repository's web address (and DOCSBOT_LINK_TEMPLATE for a host "
+               "other than GitHub)")
+        if derived is not None:
+            template = "" if derived[1] == "github" else f" DOCSBOT_LINK_TEMPLATE='{derived[1]}'"
+            fix = f"set DOCSBOT_REPO_WEB={derived[0]}{template} (from the git remote)"
+        return Finding("citation links", "warning", "no repository web address: citations have no links",
+                       fix + ", then `docsbot sync` (nothing is re-embedded)")
+    committed = [url for url, commit in docs.values() if commit and not commit.endswith("+dirty")]
+    if not committed:
+        return Finding("citation links", "warning", "no indexed document has a git commit: citations cannot link",
+                       "sync the docs from git (DOCSBOT_REPO), or index a folder inside a git work tree")
+    stale = sum(not url.startswith(repo_web.rstrip("/")) for url in committed)
+    if stale:
+        return Finding("citation links", "warning",
+                       f"{stale} of {len(committed)} documents are indexed without links to {repo_web}",
+                       "run `docsbot sync` (or `docsbot index`) to apply it: "
+                       "rows are rewritten, nothing is re-embedded")
+    return Finding("citation links", "ok", f"citations link to {repo_web}")
+
+
+def sample_docs_check(settings: Settings) -> list[Finding]:
+    """The bundled sample docs (a fictional company's policies) served to a real workspace."""
+    if settings.slack_bot_token is None or settings.repo is not None:
+        return []
+    if Path(settings.docs_dir).resolve() != SAMPLE_DOCS:
+        return []
+    return [Finding("docs source", "warning", "Slack is connected, but the docs are the bundled samples (docs-sync/)",
+                    "point DOCSBOT_REPO at your docs repository (or DOCSBOT_DOCS_DIR at a folder), "
+                    "then `docsbot sync`")]
 
 
 def _freshness(meta: dict) -> Finding:
@@ -222,7 +291,7 @@ EXTRA_CHECKS: list[Check] = []
 def run_checks(settings: Settings) -> list[Finding]:
     embedding, embedder = embedding_check(settings)
     findings = [*slack_checks(settings), *llm_checks(settings), embedding, *index_checks(settings, embedder),
-                *access_check(settings), *webhook_check(settings)]
+                *sample_docs_check(settings), *access_check(settings), *webhook_check(settings)]
     for check in EXTRA_CHECKS:
         findings += check(settings)
     return findings
@@ -249,5 +318,5 @@ def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="check Slack, the LLM, embeddings, the index and the config files")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.set_defaults(handler=cmd_doctor)

@@ -10,16 +10,17 @@ import aiohttp
 from aiohttp import web
 from pydantic import SecretStr
 
-from bot import demo
+from bot.local import demo
 from bot.access import AccessPolicy, load_access
 from bot.app import EVENTS_PATH, DocsBot, build_bot, web_app
 from bot.deliveries import SlackDeliveries
 from bot.services import SyncCommand, housekeeping
-from bot.standin import SlackStandIn, Workspace
+from bot.local.standin import SlackStandIn, Workspace
 from bot.telemetry import close_client
 from docsbot.settings import Settings
-from rag.engine import Engine
-from state.db import StateDB, open_state
+from docsbot.wiring import open_state_db
+from rag import Engine
+from state.db import StateDB
 
 
 @dataclass
@@ -46,7 +47,7 @@ async def local_slack(
 ) -> AsyncIterator[LocalSlack]:
     """The bot on a local port; it opens the state database of `settings` unless given one
     (which the caller then closes)."""
-    db = state if state is not None else await open_state(settings)
+    db = state if state is not None else await open_state_db(settings)
     standin = await SlackStandIn(workspace or demo.demo_workspace(), demo.TOKEN).start()
     settings = settings.model_copy(update={
         "slack_bot_token": SecretStr(demo.TOKEN),

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.standin import Workspace
+from bot.local.standin import Workspace
 
-ACCESS_FILE = Path(__file__).with_name("access.example.toml")
+ACCESS_FILE = Path(__file__).resolve().parent.parent / "access.example.toml"
 TOKEN = "xoxb-demo-token"
 SIGNING_SECRET = "demo-signing-secret"
 

@@ -404,7 +404,8 @@ async def _params(request: web.Request) -> dict[str, Any]:
 def _stream_text(p: dict[str, Any]) -> str:
     """The text a stream call adds: `markdown_text` and/or markdown_text chunks."""
     chunks = p.get("chunks") or []
-    return (p.get("markdown_text") or "") + "".join(c.get("text", "") for c in chunks if c.get("type") == "markdown_text")
+    return (p.get("markdown_text") or "") + "".join(
+        c.get("text", "") for c in chunks if c.get("type") == "markdown_text")
 
 
 def _blocks_error(p: dict[str, Any]) -> str | None:

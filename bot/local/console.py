@@ -2,23 +2,24 @@
 
 The same listeners and Web API calls as in Slack: each line becomes a signed request to the
 bot's HTTP app, and the bot's calls are served (and shown here) by the local Slack stand-in,
-populated with the demo workspace of `bot.demo`.
+populated with the demo workspace of `bot.local.demo`.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot import demo
+from bot.local import demo
 from bot.deliveries import buttons
-from bot.local import LocalSlack, local_slack
+from bot.local.harness import LocalSlack, local_slack
 from bot.services import SyncCommand
-from bot.standin import visible_text
+from bot.local.standin import visible_text
 from docsbot.settings import Settings
-from rag.engine import Engine
+from rag import Engine
 from state.db import StateDB
 
 HELP = """Type as if in Slack:
@@ -28,7 +29,9 @@ HELP = """Type as if in Slack:
   :user NAME            speak as alice, bob, dan, eve or guest       :users     who is who
   :channel NAME         go to general, eng, sre, partners, random, dm :channels  what is where
   :thread / :top        reply in the thread of the last question / back to the channel
-  :click N              press button N                                :quit      leave"""
+  :click N              press button N                                :quit      leave
+  :home                 open the Home tab          :assistant  open the assistant panel (then type questions)
+  :react NAME           react to the bot's last message here (-1: a 👎 vote, +1: a 👍)"""
 
 
 @dataclass
@@ -39,6 +42,7 @@ class Console:
     thread_ts: str | None = None
     last_root: str | None = None
     seen_calls: int = 0
+    panel: str | None = None  # the assistant panel's thread, while typing in it
     buttons: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
     read: Callable[[str], str] = input  # how a form's fields are read (the terminal; a script in tests)
 
@@ -48,7 +52,9 @@ class Console:
 
     def channel_name(self, channel_id: str) -> str:
         info = self.local.standin.workspace.channels.get(channel_id, {})
-        return f"DM with {self.user_name(info.get('user', ''))}" if info.get("is_im") else f"#{info.get('name', channel_id)}"
+        if info.get("is_im"):
+            return f"DM with {self.user_name(info.get('user', ''))}"
+        return f"#{info.get('name', channel_id)}"
 
     def prompt(self) -> str:
         where = self.channel_name(self.channel) + (" (thread)" if self.thread_ts else "")
@@ -84,16 +90,17 @@ class Console:
             for cid, info in self.local.standin.workspace.channels.items():
                 if not info["is_im"]:
                     audience = await self.local.bot.services.answerer.directory.audience(cid)
-                    inside = "" if self.local.standin.workspace.bot_user_id in info["members"] else "  (bot not invited)"
+                    invited = self.local.standin.workspace.bot_user_id in info["members"]
+                    inside = "" if invited else "  (bot not invited)"
                     print(f"  #{info['name']:<9} {audience.level.name:<10} {audience.reason}{inside}")
         elif word in (":user", ":channel"):
             found = self.find(word[1:], rest)
             if found is None:
                 print(f"no such {word[1:]}: {rest!r} (try {':users' if word == ':user' else ':channels'})")
             elif word == ":user":
-                self.user = found
+                self.become(found)
             else:
-                self.channel, self.thread_ts = found, None
+                self.channel, self.thread_ts, self.panel = found, None, None
         elif word == ":thread":
             self.thread_ts = self.last_root
             print("now replying in the thread" if self.thread_ts else "no question to follow up on yet")
@@ -101,6 +108,12 @@ class Console:
             self.thread_ts = None
         elif word == ":click":
             await self.click(rest)
+        elif word == ":home":
+            await self.open_home()
+        elif word == ":assistant":
+            await self.open_panel()
+        elif word == ":react":
+            await self.react(rest)
         elif line.startswith("/docs"):
             await self.slash(line.removeprefix("/docs").strip())
         elif line.startswith(":"):
@@ -116,7 +129,11 @@ class Console:
         ts = local.standin.post_as_user(self.channel, self.user, slack_text, self.thread_ts)
         self.last_root = self.thread_ts or ts
         info = ws.channels[self.channel]
-        if mention and not info["is_im"]:
+        if self.panel is not None and self.thread_ts == self.panel:
+            event = {"type": "message", "user": self.user, "text": text, "ts": ts, "thread_ts": self.panel,
+                     "parent_user_id": ws.bot_user_id, "channel": self.channel, "channel_type": "im",
+                     "assistant_thread": {"action_token": local.slack.new_id("A")}, "event_ts": ts}
+        elif mention and not info["is_im"]:
             event = local.slack.mention(self.user, self.channel, text[mention.end():].strip(), ts, self.thread_ts)
         elif info["is_im"]:
             event = local.slack.direct_message(self.user, self.channel, slack_text, ts)
@@ -126,6 +143,55 @@ class Console:
             print("(docsbot only reads channel messages that mention it: start with @docsbot)")
             return
         await self.deliver(local.slack.event(event))
+
+    def become(self, user: str) -> None:
+        """Speak as `user`; in a DM, from then on in that person's own DM with the bot (a DM is
+        one person's: staying in another's would read as seeing their conversation)."""
+        self.user = user
+        if self.local.standin.workspace.channels[self.channel]["is_im"]:
+            self.channel, self.thread_ts, self.panel = self.local.standin.dm_channel(user), None, None
+            print(f"(now in {self.user_name(user)}'s own DM with docsbot)")
+
+    async def open_home(self) -> None:
+        """The Home tab, as `app_home_opened` opens it in Slack."""
+        standin = self.local.standin
+        event = {"type": "app_home_opened", "user": self.user, "channel": standin.dm_channel(self.user),
+                 "tab": "home", "event_ts": standin.next_ts()}
+        await self.deliver(self.local.slack.event(event))
+        home = standin.home_tabs.get(self.user)
+        if home is not None:
+            print(f"\n[Home tab of {self.user_name(self.user)}]\n"
+                  + indent(readable(visible_text(home), self.user_name)))
+
+    async def open_panel(self) -> None:
+        """A new assistant thread in the person's DM, opened while looking at the current channel;
+        what is typed next goes to it (`:top` or `:channel` leaves it)."""
+        standin = self.local.standin
+        dm, root = standin.dm_channel(self.user), standin.next_ts()
+        viewing = dm if standin.workspace.channels[self.channel]["is_im"] else self.channel
+        event = {"type": "assistant_thread_started", "event_ts": standin.next_ts(), "assistant_thread": {
+            "user_id": self.user, "channel_id": dm, "thread_ts": root,
+            "context": {"channel_id": viewing, "team_id": standin.workspace.team_id, "enterprise_id": None}}}
+        self.channel, self.thread_ts, self.panel = dm, root, root
+        print(f"(the assistant panel, opened from {self.channel_name(viewing)}: type a question)")
+        await self.deliver(self.local.slack.event(event))
+        for n, prompt in enumerate(standin.assistant_threads.get((dm, root), {}).get("prompts", []), 1):
+            print(f"  suggested {n}: {prompt['message']}")
+
+    async def react(self, name: str) -> None:
+        """A reaction on the bot's last message in this channel (or thread), as Slack delivers it."""
+        standin = self.local.standin
+        name = {"+1": "+1", "-1": "-1", "👍": "+1", "👎": "-1"}.get(name, name.strip(":")) or "-1"
+        mine = [m for m in standin.messages.get(self.channel, []) if m.get("bot_id")
+                and (self.thread_ts is None or m.get("thread_ts") == self.thread_ts)]
+        if not mine:
+            print("no message of docsbot's here to react to")
+            return
+        event = {"type": "reaction_added", "user": self.user, "reaction": name,
+                 "item_user": standin.workspace.bot_user_id, "event_ts": standin.next_ts(),
+                 "item": {"type": "message", "channel": self.channel, "ts": mine[-1]["ts"]}}
+        print(f"({self.user_name(self.user)} reacted :{name}: to docsbot's last message)")
+        await self.deliver(self.local.slack.event(event))
 
     async def slash(self, text: str) -> None:
         if self.thread_ts:
@@ -171,7 +237,7 @@ class Console:
         for button in buttons(message):
             self.buttons.append((channel, button, message | {"ts": ts or ""}))
             text = text.replace(f"[{button['text']['text']}]", f"[{len(self.buttons)}: {button['text']['text']}]", 1)
-        print(f"\n{header}\n" + "\n".join("    " + line for line in readable(text, self.user_name).splitlines()) + "\n")
+        print(f"\n{header}\n" + indent(readable(text, self.user_name)) + "\n")
 
     async def fill_form(self, view: dict[str, Any]) -> None:
         """Any modal the bot opens (the question form, the 👎 form): each input block is asked
@@ -205,6 +271,10 @@ class Console:
         return {"type": element["type"], "value": text} if text else None
 
 
+def indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
 def readable(mrkdwn: str, user_name: Any) -> str:
     """Slack mrkdwn as a terminal shows it: links as `label (url)`, mentions as @name."""
     text = re.sub(r"<(https?://[^|>]+)\|([^>]+)>", r"\2 (\1)", mrkdwn)
@@ -212,7 +282,16 @@ def readable(mrkdwn: str, user_name: Any) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
+# One person trying every surface asks faster than a colleague in Slack: the console's own
+# per-person limit, unless DOCSBOT_BOT_USER_QUESTIONS_PER_MINUTE says otherwise.
+CONSOLE_QUESTIONS_PER_MINUTE = 60
+
+
 async def run_console(settings: Settings, engine: Engine, run_sync: SyncCommand, state: StateDB) -> None:
+    if "bot_user_questions_per_minute" not in settings.model_fields_set:
+        settings = settings.model_copy(update={"bot_user_questions_per_minute": CONSOLE_QUESTIONS_PER_MINUTE})
+    if not settings.log_level:  # the chat shows what went wrong; an operator's WARNING lines would clutter it
+        logging.getLogger("docsbot.questions").setLevel(logging.ERROR)
     async with local_slack(settings, engine, run_sync=run_sync, state=state) as local:
         console = Console(local)
         print("A local Slack workspace with docsbot (no real Slack involved). :help lists commands.")

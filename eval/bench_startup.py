@@ -1,0 +1,77 @@
+"""`python -m eval bench-startup`: how long the `docsbot` command takes to start.
+
+Runs `python -c pass` (the interpreter alone, the floor), `docsbot --help` and `docsbot status`
+(against an index of one small document, built first in a temporary data dir) as fresh
+processes, interleaved over --rounds so all three see the same machine load, and prints each
+one's median and best wall time. The goals: `--help` under 0.5 s and `status` under 1.5 s.
+With `--json` prints the figures as one JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GOALS_S = {"docsbot --help": 0.5, "docsbot status": 1.5}
+DOC = "---\ntitle: Start-up\naccess: public\n---\n# Start-up\n\nThe bench indexes this page once.\n"
+
+
+def commands() -> dict[str, list[str]]:
+    """Each command as the person types it (the console script is `python -m docsbot.cli`)."""
+    docsbot = [sys.executable, "-m", "docsbot.cli"]
+    return {"python -c pass": [sys.executable, "-c", "pass"], "docsbot --help": [*docsbot, "--help"],
+            "docsbot status": [*docsbot, "status"]}
+
+
+def wall_s(argv: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def measure(rounds: int, folder: Path) -> dict[str, dict[str, float]]:
+    """Median and best seconds of each command, over `rounds` interleaved runs."""
+    docs, data = folder / "docs", folder / "data"
+    docs.mkdir()
+    (docs / "start-up.md").write_text(DOC, encoding="utf-8")
+    env = {**os.environ, "DOCSBOT_DATA_DIR": str(data), "DOCSBOT_DOCS_DIR": str(docs)}
+    env.pop("DOCSBOT_DATABASE_URL", None)  # the state file beside the index, not a shared server
+    subprocess.run([sys.executable, "-m", "docsbot.cli", "index"], env=env, check=True, stdout=subprocess.DEVNULL)
+    times: dict[str, list[float]] = {name: [] for name in commands()}
+    for _ in range(rounds):
+        for name, argv in commands().items():
+            times[name].append(wall_s(argv, env))
+    return {name: {"median_s": round(statistics.median(t), 3), "best_s": round(min(t), 3)} for name, t in times.items()}
+
+
+def report(figures: dict[str, dict[str, float]]) -> str:
+    floor = figures["python -c pass"]["median_s"]
+    lines = [f"{'command':<16} {'median':>8} {'best':>8} {'over python':>12}  goal"]
+    for name, row in figures.items():
+        goal = GOALS_S.get(name)
+        verdict = "" if goal is None else f"< {goal} s: {'met' if row['median_s'] < goal else 'MISSED'}"
+        lines.append(f"{name:<16} {row['median_s']:>7.3f}s {row['best_s']:>7.3f}s "
+                     f"{row['median_s'] - floor:>+11.3f}s  {verdict}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval bench-startup", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5, help="runs of each command (interleaved)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv[1:])
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+        figures = measure(max(1, args.rounds), Path(tmp))
+    print(json.dumps(figures) if args.json else report(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(["bench-startup", *sys.argv[1:]]))
