@@ -26,6 +26,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/ruff check bot rag sync state eval docsbot tests
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n 3 --dist worksteal
 	env -u OPENAI_API_KEY -u OPENAI_BASE_URL $(BIN)/python -m eval run --docs docs-sync
 

@@ -395,7 +395,8 @@ async def thread_history(
         log.warning("conversations.replies %s failed: %s", channel, exc.response.get("error"))
         return []
     history: History = []
-    for message in response.get("messages", []):
+    messages: list[dict[str, Any]] = response.get("messages", [])
+    for message in messages:
         if float(message.get("ts", 0)) >= float(before_ts):
             continue
         is_bot = bool(message.get("bot_id")) or (bot_user_id is not None and message.get("user") == bot_user_id)

@@ -13,6 +13,7 @@ import json
 import logging
 import signal
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
@@ -100,8 +101,9 @@ async def warm_up(bot: DocsBot, team_id: str, bot_user_id: str) -> None:
         "authorizations": [{"team_id": team_id, "user_id": bot_user_id, "is_bot": True}],
     })
     timestamp = str(int(time.time()))
-    headers = {"content-type": "application/json", "x-slack-request-timestamp": timestamp,
-               "x-slack-signature": signature(bot.signing_secret, timestamp, body)}
+    headers: dict[str, str | Sequence[str]] = {
+        "content-type": "application/json", "x-slack-request-timestamp": timestamp,
+        "x-slack-signature": signature(bot.signing_secret, timestamp, body)}
     started = time.perf_counter()
     response = await bot.app.async_dispatch(AsyncBoltRequest(body=body, headers=headers))
     try:

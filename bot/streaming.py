@@ -77,7 +77,7 @@ class StreamedReply:
         if not self.started:
             self._stream = None
             return
-        assert self._stream is not None
+        assert self._stream is not None and self._stream.ts is not None
         ts = self._stream.ts
         self._stream = None
         try:

@@ -162,8 +162,12 @@ def env_name(field: str) -> str:
 
     if field not in Settings.model_fields:
         return field if field.isupper() else f"DOCSBOT_{field.upper()}"
+    from pydantic import AliasChoices
+
     alias = Settings.model_fields[field].validation_alias
-    return alias.choices[0] if alias is not None else f"DOCSBOT_{field.upper()}"
+    if isinstance(alias, AliasChoices) and isinstance(alias.choices[0], str):
+        return alias.choices[0]
+    return f"DOCSBOT_{field.upper()}"
 
 
 def load_settings() -> Settings:

@@ -181,6 +181,7 @@ class Settings(BaseSettings):
     @field_validator(*BOUNDS, mode="after")
     @classmethod
     def _in_range(cls, value: float, info: ValidationInfo) -> float:
+        assert info.field_name is not None  # a field validator
         low, high = BOUNDS[info.field_name]
         if not low <= value <= high:  # also rejects nan
             raise ValueError(f"must be between {_number(low)} and {_number(high)}, got {value}")

@@ -25,8 +25,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import SecretStr
@@ -117,17 +119,32 @@ class RecordingEmbedder:
     def dim(self) -> int:
         return self.inner.dim
 
+    @property
+    def threads(self) -> int:
+        return self.inner.threads
+
+    @threads.setter
+    def threads(self, value: int) -> None:
+        self.inner.threads = value
+
     def embed(self, texts: list[str]) -> np.ndarray:
+        self._record(texts)
+        return self.inner.embed(texts)
+
+    def embed_batches(self, texts: list[str]) -> Iterator[tuple[list[int], np.ndarray]]:
+        self._record(texts)
+        return self.inner.embed_batches(texts)
+
+    def _record(self, texts: list[str]) -> None:
         for text in texts:
             digest = hashlib.sha256(text.encode()).hexdigest()
             self.repeats += digest in self.seen
             self.seen.add(digest)
         self.texts += len(texts)
-        return self.inner.embed(texts)
 
 
 def bench_settings(data: Path, repo: Path, **overrides: object) -> Settings:
-    values: dict[str, object] = {"data_dir": str(data), "repo": SecretStr(str(repo)), "default_level": "team",
+    values: dict[str, Any] = {"data_dir": str(data), "repo": SecretStr(str(repo)), "default_level": "team",
                                  "repo_web": "https://github.com/openshift/runbooks", "sync_fetch_retries": 0}
     values.update(overrides)
     return Settings(_env_file=None, **values)
@@ -202,7 +219,7 @@ def scale(tmp: Path, files: int, model: Embedder) -> bool:
     cold = time.perf_counter() - started
     print(f"synthetic: {files} files; first sync (cold full rebuild, every chunk embedded): {cold:.1f}s, "
           f"{first.chunks_embedded} chunks embedded")
-    steps = {
+    steps: dict[str, dict[str, str | bytes | None]] = {
         "edit": {"area03/doc00003.md": synthetic_doc(3, rng) + "\nAlso check the dashboard.\n"},
         "add": {"area42/new-runbook.md": synthetic_doc(files + 1, rng)},
         "rename": {"area05/doc00005.md": None, "area05/renamed.md": (source / "area05/doc00005.md").read_text()},

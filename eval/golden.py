@@ -116,7 +116,7 @@ def parse_case(line: str, where: str) -> GoldenCase:
         value = raw.get(name)
         if value is None and not required:
             return None
-        if not isinstance(value, kind) or (kind is str and not value.strip()):
+        if not isinstance(value, kind) or (kind is str and isinstance(value, str) and not value.strip()):
             raise GoldenError(f"{where}: {name!r} must be a non-empty {kind.__name__}")
         return value
 

@@ -34,8 +34,12 @@ class EmbeddingError(RuntimeError):
 
 
 class Embedder(Protocol):
-    name: str
-    dim: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
     threads: int  # batches embedded at once in bulk work
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
@@ -131,7 +135,7 @@ class LocalMiniLM:
             pending: deque[tuple[list[int], Future[np.ndarray]]] = deque()
             for idx in batches:
                 encoded = tokenise.submit(self._encode, [texts[i] for i in idx])
-                pending.append((idx, infer.submit(lambda e=encoded: self._infer(e.result()))))
+                pending.append((idx, infer.submit(lambda e: self._infer(e.result()), encoded)))
                 if len(pending) > window:
                     done, future = pending.popleft()
                     yield done, future.result()

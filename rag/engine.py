@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from rag.rerank import Reranker, make_reranker
 from rag.retrieval import Candidate, Mode, Retrieval, retrieve
 from rag.store import Store, StoreError
 
-History = list[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
+History = Sequence[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
 _TRACER = trace.get_tracer(__name__)
 
 
@@ -131,7 +132,7 @@ class Engine:
         citation that names a given source, with links the sources do not contain removed (the
         citation check still decides what the returned Answer says). An answer never links to a
         URL its sources do not contain."""
-        history = list(history)
+        turns = list(history)
         total = time.perf_counter()
         diag = Diagnostics()
         answer = Answer(question, "", False, None, [], diag, level.name, model=self.generator.name)
@@ -139,7 +140,7 @@ class Engine:
             # A read of the meta table: off the event loop, like the query embedding.
             meta = await asyncio.to_thread(self.store.check_embedding, self.embedder.name, self.embedder.dim)
             answer.index_commit = meta.get("commit") or ""
-            retrieval, vector, timings = await self.search(question, level, history)
+            retrieval, vector, timings = await self.search(question, level, turns)
             diag.timings_ms.update(timings)
             blocked = await self._blocked(vector, level, retrieval)
         except (StoreError, EmbeddingError) as exc:
@@ -153,6 +154,7 @@ class Engine:
             return _abstain(answer, "no_access", "better matches exist only above the reader's level", total)
         if not retrieval.passed:
             return _abstain(answer, "no_match", "nothing above the similarity threshold", total)
+        assert self.answerability is not None  # built in __post_init__
         answerable, p = self.answerability.answerable(answerability.features(question, retrieval))
         diag.answerability = round(p, 4)
         if not answerable:
@@ -178,7 +180,7 @@ class Engine:
         started = time.perf_counter()
         try:
             with _TRACER.start_as_current_span("generate", attributes={"model": self.generator.name}):
-                raw = await self.generator.generate(question, sources, history, gate)
+                raw = await self.generator.generate(question, sources, turns, gate)
         except ProviderError as exc:
             answer.retry_after = exc.retry_after
             return _abstain(answer, "provider_error", str(exc), total)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import openai
 
@@ -19,6 +19,9 @@ from rag.config import LLMConfig
 from rag.llm_clients import async_openai_client
 from rag.prompt import neutralise
 from rag.terms import content_terms
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 History = Sequence[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
 
@@ -57,7 +60,7 @@ class Rewriter:
     async def rewrite(self, question: str, history: History) -> str | None:
         """The standalone query, or None when the endpoint failed, timed out or said nothing."""
         turns = "\n".join(f"{speaker}: {neutralise(text)}" for speaker, text in history[-6:])
-        messages = [
+        messages: list[ChatCompletionMessageParam] = [
             {"role": "system", "content": REWRITE_PROMPT},
             {"role": "user",
              "content": f"<thread>\n{turns}\n</thread>\n<question>\n{neutralise(question)}\n</question>"},

@@ -32,7 +32,7 @@ def rebuild_index(engine: Engine, root: Path, provenance: dict[str, Provenance])
     d = config.docs
     started = time.perf_counter()
     docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes)
-    old_meta = _readable(store.meta, {}, "metadata")
+    old_meta: dict[str, Any] = _readable(store.meta, {}, "metadata")
     embedding = {"model": engine.embedder.name, "dim": engine.embedder.dim}
     with tempfile.TemporaryDirectory(prefix="docsbot-rebuild-") as scratch_dir:
         scratch = Store(scratch_dir, refresh_s=None)
@@ -40,7 +40,7 @@ def rebuild_index(engine: Engine, root: Path, provenance: dict[str, Provenance])
             _seed_vector_cache(scratch, store)
         rows, stats = build_rows(docs, provenance, scratch, engine.embedder, config)
         vectors = scratch.cached_table()
-        before = _readable(store.doc_hashes, {}, "list of documents")
+        before: dict[str, str] = _readable(store.doc_hashes, {}, "list of documents")
         if vectors is not None:
             store.replace(VECTORS, vectors)
         store.replace(CHUNKS, rows)  # the swap: readers see the new index from here

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any, cast
 
-from sqlalchemy import Float, String, delete, insert, update
+from sqlalchemy import CursorResult, Float, String, delete, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -40,15 +41,16 @@ class Dedupe:
             pass
         # Held: take it over only if it has expired (one of several racing callers wins the UPDATE).
         async with self.db.begin(durable=False) as session:
-            taken = await session.execute(
+            taken = cast(CursorResult[Any], await session.execute(
                 update(DedupeKey)
                 .where(DedupeKey.key == key, DedupeKey.expires_at <= now)
                 .values(expires_at=now + ttl_s)
-            )
+            ))
         return taken.rowcount == 1
 
     async def prune(self) -> int:
         """Delete expired keys (run periodically; an expired key is also reclaimable in place)."""
         async with self.db.begin() as session:
-            result = await session.execute(delete(DedupeKey).where(DedupeKey.expires_at <= self._clock()))
+            result = cast(CursorResult[Any],
+                          await session.execute(delete(DedupeKey).where(DedupeKey.expires_at <= self._clock())))
         return result.rowcount

@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
-from sqlalchemy import Float, String, delete, insert, select, update
+from sqlalchemy import CursorResult, Float, String, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -46,16 +47,16 @@ class Leases:
         someone else holds it. Raises StateUnavailable when the database cannot be reached."""
         now = self._clock()
         async with self.db.begin() as session:
-            renewed = await session.execute(
+            renewed = cast(CursorResult[Any], await session.execute(
                 update(LeaseRow).where(LeaseRow.name == name, LeaseRow.holder == holder)
                 .values(expires_at=now + ttl_s)
-            )
+            ))
             if renewed.rowcount == 1:
                 return True
-            taken = await session.execute(
+            taken = cast(CursorResult[Any], await session.execute(
                 update(LeaseRow).where(LeaseRow.name == name, LeaseRow.expires_at <= now)
                 .values(holder=holder, acquired_at=now, expires_at=now + ttl_s)
-            )
+            ))
             if taken.rowcount == 1:
                 return True
         try:

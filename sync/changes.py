@@ -8,6 +8,7 @@ so is a file whose name is not UTF-8 (never indexed, so never removed either).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,8 +19,8 @@ from sync.gitcmd import FileChange, diff_name_status, touched_paths
 @dataclass(frozen=True)
 class Scope:
     subdir: str
-    include: list[str]
-    exclude: list[str]
+    include: Sequence[str]
+    exclude: Sequence[str]
 
     def rel(self, repo_path: str) -> str | None:
         """The doc path of a repository path, or None when it is not indexed."""
@@ -34,8 +35,9 @@ class Scope:
     def hidden(self, repo_path: str) -> str | None:
         """The doc path of a hidden file (`.github/x.md`) the globs select: skipped, not indexed."""
         rel = self._under(repo_path)
-        hidden = rel is not None and not self.covers(rel) and matches(rel, self.include, self.exclude)
-        return shown_path(rel) if hidden else None
+        if rel is None or self.covers(rel) or not matches(rel, self.include, self.exclude):
+            return None
+        return shown_path(rel)
 
     def _under(self, repo_path: str) -> str | None:
         prefix = self.subdir.strip("/") + "/" if self.subdir.strip("/") else ""

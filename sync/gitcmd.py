@@ -1,13 +1,15 @@
 """Running the real `git` command, with credentials kept out of every message."""
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 _CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
@@ -76,7 +78,7 @@ def toplevel(path: Path) -> Path | None:
         return None
 
 
-def git_records(cwd: Path, *args: str) -> Iterator[str]:
+def git_records(cwd: Path, *args: str) -> Generator[str, None, None]:
     """NUL-terminated records of a git command run with `-z`, as they come; closing the iterator
     early stops git. Any byte but NUL can be in a file name, a newline included, and a name need
     not be UTF-8: its other bytes are decoded as surrogate escapes, as Python's os functions do,
@@ -89,10 +91,11 @@ def git_records(cwd: Path, *args: str) -> Iterator[str]:
             )
         except FileNotFoundError:
             raise GitError("the git command is not installed") from None
+        stdout = cast(io.BufferedReader, proc.stdout)  # stdout=PIPE, buffered
         finished = False
         try:
             pending = b""
-            while chunk := proc.stdout.read1(1 << 16):
+            while chunk := stdout.read1(1 << 16):
                 *records, pending = (pending + chunk).split(b"\0")
                 for record in records:
                     yield record.decode("utf-8", "surrogateescape")
@@ -100,7 +103,7 @@ def git_records(cwd: Path, *args: str) -> Iterator[str]:
         finally:
             if proc.poll() is None:
                 proc.kill()
-            proc.stdout.close()
+            stdout.close()
             proc.wait()
         if finished and proc.returncode != 0:
             errors.seek(0)

@@ -123,7 +123,7 @@ def _sync_git(
     subdir = config.rag.links.repo_subdir.strip("/")
     root = _docs_root(copy.path, subdir)
     meta = store.meta()
-    indexed = meta.get("commit")
+    indexed: str | None = meta.get("commit")
     signature = index_signature(config, embedder, "git")
     rebuild = meta.get("sync_signature") != signature
     reason = _reconcile_reason(copy.path, git_root(config), meta, indexed, head, rebuild)
@@ -133,7 +133,7 @@ def _sync_git(
     if reason:
         provenance = _provenance(last_commits(copy.path, subdir, head))
         _fill(report, "reconcile", reconcile(store, embedder, config.rag, root, provenance, rebuild), reason)
-    elif indexed != head:
+    elif indexed and indexed != head:  # (no indexed commit is a reason)
         scope = Scope(subdir, config.rag.docs.include, config.rag.docs.exclude)
         changes = changes_between(copy.path, indexed, head, scope)
         provenance = _provenance(last_commits(copy.path, subdir, head, only=set(changes.upsert)))

@@ -54,7 +54,8 @@ async def _answer(
     if not text:
         await tell(EMPTY_MENTION)
         return
-    history = await thread_history(client, channel, root, event["ts"], bot_user_id) if event.get("thread_ts") else []
+    history = (await thread_history(client, channel, root, event["ts"], bot_user_id)
+               if root is not None and event.get("thread_ts") else [])
     try:
         team = event.get("user_team") or event.get("team") or ""
         await services.answerer.answer_in_conversation(Question(text, user, channel, root, history, team), tell)

@@ -74,8 +74,8 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        if getattr(record, "answer_id", None):
-            line["answer_id"] = record.answer_id
+        if answer_id := getattr(record, "answer_id", None):
+            line["answer_id"] = answer_id
         line.update({k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")})
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
@@ -89,8 +89,8 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
         extra = {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
-        if getattr(record, "answer_id", None):
-            extra = {"answer_id": record.answer_id, **extra}
+        if answer_id := getattr(record, "answer_id", None):
+            extra = {"answer_id": answer_id, **extra}
         return text + "".join(f" {k}={v}" for k, v in extra.items()) if extra else text
 
 
