@@ -113,10 +113,13 @@ def _link(url: str, label: str) -> str:
     return f"<{safe}|{label}>"
 
 
+def _where(c: Citation) -> str:
+    return _link(c.url, escape(f"{c.title} › {c.section}" if c.section else c.title))
+
+
 def citation_line(c: Citation) -> str:
     """`[n] <permalink|Title › Section> · v2.3 · a1b2c3d · 2026-10-01`"""
-    label = escape(f"{c.title} › {c.section}" if c.section else c.title)
-    bits = [f"[{c.n}] {_link(c.url, label)}"]
+    bits = [f"[{c.n}] {_where(c)}"]
     if c.version:
         bits.append(f"v{escape(c.version)}")
     if c.commit:
@@ -181,6 +184,8 @@ def answer_body(answer: Answer) -> str:
     """The answer's text as Slack mrkdwn (escaped), or why there is none."""
     if answer.answered:
         return mrkdwn(truncate(answer.answer, ANSWER_LIMIT))
+    if answer.near_miss:
+        return f"{escape(abstention_text(answer))} The closest I found: {_where(answer.near_miss)}"
     return escape(abstention_text(answer))
 
 

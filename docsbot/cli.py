@@ -47,9 +47,11 @@ def print_index(stats: IndexStats, as_json: bool) -> None:
 
 def render_answer(answer_json: dict) -> str:
     lines = [answer_json["answer"]]
-    for c in answer_json["citations"]:
+    near = answer_json.get("near_miss")
+    listed = [("closest", near)] if near else [(f"[{c['n']}]", c) for c in answer_json["citations"]]
+    for mark, c in listed:
         where = f"{c['title']} › {c['section']}" if c["section"] else c["title"]
-        bits = [f"[{c['n']}] {where}", c["doc_path"]]
+        bits = [f"{mark} {where}", c["doc_path"]]
         if c["version"]:
             bits.append(f"v{c['version']}")
         if c["commit"]:

@@ -116,7 +116,7 @@ def citations_valid(case: GoldenCase, answer: Answer) -> bool:
 def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failures) -> dict[str, Any]:
     answers = asyncio.run(ask_all(engine, cases))
     timings: dict[str, list[float]] = {stage: [] for stage in STAGES}
-    valid, cites_gold, f1s, right = [], [], [], []
+    valid, cites_gold, f1s, right, pointed, pointed_gold = [], [], [], [], [], []
     for case, answer in zip(cases, answers):
         for stage in STAGES:
             if (ms := answer.diagnostics.timings_ms.get(f"{stage}_ms")) is not None:
@@ -132,6 +132,9 @@ def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failure
                 cites_gold.append(any(c.doc_path in case.gold_doc_ids for c in answer.citations))
             else:
                 failures.add(case.id, f"abstained ({answer.abstain_reason}) on an answerable question")
+                pointed.append(answer.near_miss is not None)  # a false "I don't know" that names a page
+                if answer.near_miss:
+                    pointed_gold.append(answer.near_miss.doc_path in case.gold_doc_ids)
         elif answer.answered:
             failures.add(case.id, "answered an unanswerable question")
         elif (case.expect_reason
@@ -153,6 +156,8 @@ def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failure
         "citation_gold_rate": metrics.mean(cites_gold),
         "answer_f1": metrics.mean(f1s),
         "right_sentence_rate": metrics.mean(right),
+        "declined_with_pointer_rate": metrics.mean(pointed),
+        "pointer_gold_rate": metrics.mean(pointed_gold),
         **procedure_report(cases, answers, failures),
         "latency_ms": latency(timings),
     }
@@ -203,6 +208,8 @@ ROWS = (
     ("citation_gold_rate", "cites a gold doc"),
     ("answer_f1", "answer token F1"),
     ("right_sentence_rate", "right sentence quoted"),
+    ("declined_with_pointer_rate", "declined with a pointer"),
+    ("pointer_gold_rate", "pointer on a gold page"),
     ("steps_in_order_rate", "steps all, in order"),
     ("fences_balanced_rate", "fences balanced"),
     ("exception_rate", "exception mentioned"),

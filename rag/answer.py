@@ -7,6 +7,8 @@ from typing import Any
 # Why an answer was withheld, in plain words for the person who asked.
 ABSTAIN_MESSAGES = {
     "no_match": "I don't know: nothing in the docs covers this.",
+    # no_match and declined when a section came close: it is named (Answer.near_miss) with the reply
+    "unsure": "I'm not sure the docs answer this.",
     "no_access": (
         "I can't answer this here: the documents that cover it are above your access level "
         "(or above the level of everyone who can read this conversation)."
@@ -60,19 +62,24 @@ class Answer:
     detail: str = ""  # the technical reason behind an abstention (for logs and operators)
     retrieved: list[dict[str, Any]] = field(default_factory=list)  # selected chunks: id, path, score...
     index_commit: str = ""  # the commit the index recorded when the question was answered
+    # When no answer was given but a section the reader may see came close: that section, so a
+    # false "I don't know" still gets the person to the page (never above the reader's level).
+    near_miss: Citation | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "answer": self.answer,
             "answered": self.answered,
             "abstain_reason": self.abstain_reason,
-            "citations": [
-                {k: v for k, v in asdict(c).items() if k not in ("anchor", "access")}
-                for c in self.citations
-            ],
+            "citations": [_public(c) for c in self.citations],
             "diagnostics": asdict(self.diagnostics),
             "level": self.level,
             "model": self.model,
             "retry_after": self.retry_after,
             "detail": self.detail,
+            "near_miss": _public(self.near_miss) if self.near_miss else None,
         }
+
+
+def _public(citation: Citation) -> dict[str, Any]:
+    return {k: v for k, v in asdict(citation).items() if k not in ("anchor", "access")}

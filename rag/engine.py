@@ -158,7 +158,8 @@ class Engine:
         answerable, p = self.answerability.answerable(answerability.features(question, retrieval))
         diag.answerability = round(p, 4)
         if not answerable:
-            return _abstain(answer, "no_match", f"answerability {p:.2f} below the threshold", total)
+            _abstain(answer, "no_match", f"answerability {p:.2f} below the threshold", total)
+            return _near_miss(answer, retrieval.selected)
         chosen = retrieval.selected + await self._rest_of_top_doc(retrieval, vector, level)
         page: dict[str, float] = {}  # how on-topic each page is: its best chunk's similarity
         for c in chosen:
@@ -188,7 +189,8 @@ class Engine:
             diag.timings_ms["generate_ms"] = _ms(started)
         checked = check_answer(without_foreign_links(raw, known), len(sources))
         if checked.abstain_reason:
-            return _abstain(answer, checked.abstain_reason, raw[:200], total)
+            _abstain(answer, checked.abstain_reason, raw[:200], total)
+            return _near_miss(answer, chosen) if checked.abstain_reason == "declined" else answer
         # Citations read [1], [2], ... in the order they appear; the sources are listed that way too.
         text, order = renumber(checked.text, checked.cited, len(sources))
         chosen = [chosen[i] for i in order]
@@ -210,6 +212,15 @@ def _abstain(answer: Answer, reason: str, detail: str, started: float) -> Answer
     answer.detail = detail
     answer.citations = []
     answer.diagnostics.timings_ms["total_ms"] = _ms(started)
+    return answer
+
+
+def _near_miss(answer: Answer, candidates: list[Candidate]) -> Answer:
+    """An abstention that names the closest section the reader may see (the candidates were
+    searched at the reader's level), said as "not sure" rather than "nothing covers this"."""
+    if candidates:
+        answer.near_miss = _citation(0, max(candidates, key=lambda c: c.similarity))
+        answer.answer = ABSTAIN_MESSAGES["unsure"]
     return answer
 
 
