@@ -12,10 +12,9 @@ import pytest
 from bot.access import AccessFileError, load_access
 from bot.local.harness import local_slack
 from docsbot.settings import Settings
-from eval.fuzz import (
-    EVENTS_PATH, Outcome, SlackCase, _slack_headers, check_document, check_mrkdwn, fuzz_access_files,
-    fuzz_documents, fuzz_mrkdwn, fuzz_slack, fuzz_webhook,
-)
+from eval.fuzz import check_document, check_mrkdwn, fuzz_access_files, fuzz_documents, fuzz_mrkdwn
+from eval.fuzz_http import EVENTS_PATH, SlackCase, _slack_headers, fuzz_slack, fuzz_webhook
+from eval.fuzzing import Outcome
 from rag.answer import Answer, Citation, Diagnostics
 from rag.engine import Engine
 from tests.support.settings import make_settings

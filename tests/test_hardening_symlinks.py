@@ -112,8 +112,9 @@ def test_git_sync_lists_links_as_skipped_and_indexes_nothing_outside(
     assert_nothing_outside(tmp_path / "index")
 
     # And nothing is quoted: the question that matches the secret finds no source.
-    assert main(["ask", "what is the slack signing secret hunter2", "--json"]) == 0
-    assert "hunter2" not in capsys.readouterr().out
+    assert main(["ask", "what is the slack signing secret hunter2", "--json"]) == 1  # declined
+    out = capsys.readouterr().out
+    assert "hunter2" not in out and json.loads(out)["answered"] is False
 
 
 def test_a_docs_subfolder_that_is_a_link_is_refused(
