@@ -28,6 +28,7 @@ from bot.deliveries import signature
 from bot.services import housekeeping
 from bot.socket_mode import keep_connecting, sdk_logger
 from docsbot.observability.tracing import shutdown_tracing
+from rag import EmbeddingError, Level, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,11 @@ async def warm_up(bot: DocsBot, team_id: str, bot_user_id: str) -> None:
     says ready: one signed event, as Slack sends them, through Bolt's whole dispatch. Bolt's own
     authorization then holds its auth.test (each request of a cold burst made one, to Slack), and
     the event-id claim opens the state database's connection and dedupe table. The event is a
-    member joining a channel that does not exist: it only forgets that channel's audience."""
+    member joining a channel that does not exist: it only forgets that channel's audience.
+
+    Then one search, as a question makes: the embedding model's first inference and the index's
+    first reads cost hundreds of ms of CPU, which the first burst's acks shared with its first
+    answers (its /healthz was as slow as its acks)."""
     body = json.dumps({
         "type": "event_callback", "team_id": team_id, "api_app_id": "", "event_id": f"EvWarmUp{time.time_ns()}",
         "event": {"type": "member_joined_channel", "user": bot_user_id, "channel": "C_WARM_UP", "team": team_id},
@@ -110,6 +115,10 @@ async def warm_up(bot: DocsBot, team_id: str, bot_user_id: str) -> None:
         await bot.services.work.idle(WARM_UP_S)
     except TimeoutError:
         log.warning("warm-up: the state database did not answer within %.0f s", WARM_UP_S)
+    try:
+        await bot.services.engine.search("how do I get started?", Level.public)
+    except (StoreError, EmbeddingError) as exc:  # the index is not ready: answers will say so
+        log.info("warm-up: no search (%s)", type(exc).__name__)
     log.info("warmed up the Slack request path in %.0f ms (HTTP %d)", (time.perf_counter() - started) * 1000,
              response.status)
 
