@@ -27,7 +27,7 @@ from bot.app import DocsBot, web_app
 from bot.deliveries import signature
 from bot.services import housekeeping
 from bot.socket_mode import keep_connecting, sdk_logger
-from docsbot.observability.tracing import shutdown_tracing
+from docsbot.observability.tracing import shutdown_tracing, span
 from rag import EmbeddingError, Level, StoreError
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,8 @@ async def warm_up(bot: DocsBot, team_id: str, bot_user_id: str) -> None:
     except TimeoutError:
         log.warning("warm-up: the state database did not answer within %.0f s", WARM_UP_S)
     try:
-        await bot.services.engine.search("how do I get started?", Level.public)
+        with span("warm_up"):  # its own trace, not mistaken for a question's
+            await bot.services.engine.search("how do I get started?", Level.public)
     except (StoreError, EmbeddingError) as exc:  # the index is not ready: answers will say so
         log.info("warm-up: no search (%s)", type(exc).__name__)
     log.info("warmed up the Slack request path in %.0f ms (HTTP %d)", (time.perf_counter() - started) * 1000,
