@@ -60,6 +60,7 @@ async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str
         await drain(bot, socket_mode, drain_s)
         await runner.cleanup()
         await telemetry.close_client(bot.client)
+        await bot.services.engine.aclose()
         shutdown_tracing()
 
 

@@ -59,6 +59,14 @@ class Engine:
         store = open_index(config.index, read_only)
         return cls(config, store, make_embedder(config), generator or make_generator(config.llm))
 
+    async def aclose(self) -> None:
+        """Closes the LLM clients' connections (the bot calls it when it stops); the engine
+        stays usable: a client is reopened when next asked."""
+        for part in (self.generator, self.rewriter):
+            close = getattr(part, "aclose", None)  # an extractive answerer holds no connection
+            if close is not None:
+                await close()
+
     # -- indexing ---------------------------------------------------------------------------
     def index_folder(self, root: Path, provenance: dict[str, Provenance] | None = None) -> IndexStats:
         """Full index of a folder: the index afterwards holds exactly its readable documents."""

@@ -16,7 +16,7 @@ import openai
 
 from rag.completion import MalformedReply, message_text
 from rag.config import LLMConfig
-from rag.llm_clients import async_openai_client
+from rag.llm_clients import AsyncChatClient
 from rag.prompt import neutralise
 from rag.terms import content_terms
 
@@ -53,9 +53,12 @@ class Rewriter:
     """One chat call that turns a follow-up into a standalone query, bounded by its own timeout."""
 
     def __init__(self, endpoint: LLMConfig) -> None:
-        self._client = async_openai_client(endpoint)
+        self._chat = AsyncChatClient(endpoint)
         self._model = endpoint.chat_model
         self._timeout = endpoint.followup_rewrite_timeout_s
+
+    async def aclose(self) -> None:
+        await self._chat.aclose()
 
     async def rewrite(self, question: str, history: History) -> str | None:
         """The standalone query, or None when the endpoint failed, timed out or said nothing."""
@@ -67,7 +70,7 @@ class Rewriter:
         ]
         try:
             response = await asyncio.wait_for(
-                self._client.chat.completions.create(
+                self._chat.client.chat.completions.create(
                     model=self._model, messages=messages, temperature=0, max_tokens=80, timeout=self._timeout
                 ),
                 timeout=self._timeout + 0.5,

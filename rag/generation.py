@@ -20,7 +20,7 @@ from rag.completion import MalformedReply, body_text, message_text, stream_piece
 from rag.config import LLMConfig
 from rag.extractive import ExtractiveAnswerer
 from rag.prompt import Source, build_messages
-from rag.llm_clients import async_openai_client
+from rag.llm_clients import AsyncChatClient
 
 
 class ProviderError(RuntimeError):
@@ -74,9 +74,12 @@ class OpenAIChat:
     HTML page, no choices, a stream that breaks off) is a ProviderError like an outage."""
 
     def __init__(self, endpoint: LLMConfig) -> None:
-        self._client = async_openai_client(endpoint)
+        self._chat = AsyncChatClient(endpoint)
         self.name = endpoint.chat_model
         self._endpoint = endpoint
+
+    async def aclose(self) -> None:
+        await self._chat.aclose()
 
     async def generate(
         self, question: str, sources: list[Source], history: list[tuple[str, str]], on_text: TextSink | None = None
@@ -132,7 +135,7 @@ class OpenAIChat:
     async def _whole(self, request: dict) -> str:
         """One completion, not streamed."""
         try:
-            response = await self._client.chat.completions.create(**request)
+            response = await self._chat.client.chat.completions.create(**request)
         except ValueError as exc:  # a JSON body that is not JSON (or not UTF-8)
             raise MalformedReply(f"not JSON ({type(exc).__name__})") from None
         return message_text(response)
@@ -144,7 +147,7 @@ class OpenAIChat:
         emitted), and the next request is streamed again. A stream that ends before a
         finish_reason broke off: the text so far is not an answer."""
         parts: list[str] = []
-        async with await self._client.chat.completions.create(**request, stream=True) as stream:
+        async with await self._chat.client.chat.completions.create(**request, stream=True) as stream:
             if "json" in stream.response.headers.get("content-type", ""):
                 return body_text(await stream.response.aread())
             async for piece, finished in stream_pieces(stream):

@@ -18,6 +18,7 @@ from rag import Engine, ExtractiveAnswerer, LocalMiniLM, Store
 from sync.folder import index_folder
 from tests.standins.openai_server import OpenAIStandIn
 from tests.standins.s3 import LocalS3, local_s3
+from tests.support.clients import close_dropped_clients
 from tests.support.scratch_db import scratch_database
 from tests.support.settings import SAMPLE_DOCS, make_settings
 
@@ -63,9 +64,10 @@ def sample_engine(sample_index: Path, settings: Settings, embedder: LocalMiniLM)
 
 
 @pytest.fixture
-def openai_standin() -> OpenAIStandIn:
+async def openai_standin() -> AsyncIterator[OpenAIStandIn]:
     server = OpenAIStandIn().start()
     yield server
+    await close_dropped_clients()
     server.stop()
 
 

@@ -76,6 +76,7 @@ async def local_slack(
         finally:
             await session.close()
             await close_client(bot.client)
+            await engine.aclose()
             await runner.cleanup()
             await standin.stop()
             if state is None:

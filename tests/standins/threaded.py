@@ -25,9 +25,18 @@ class ThreadedServer:
         return self
 
     def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+        asyncio.run_coroutine_threadsafe(self._shut_down(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+
+    async def _shut_down(self) -> None:
+        """The runner's cleanup cancels handlers still running (a request the test left hanging);
+        they finish here, before the loop stops, so none is destroyed pending."""
+        await self._runner.cleanup()
+        rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in rest:
+            task.cancel()
+        await asyncio.gather(*rest, return_exceptions=True)
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)

@@ -1,0 +1,17 @@
+"""Closing the OpenAI clients a test let go, on the test's own event loop."""
+from __future__ import annotations
+
+import asyncio
+import gc
+
+
+async def close_dropped_clients() -> None:
+    """An AsyncOpenAI client that is collected while a loop runs schedules its own close on that
+    loop. Collected during a later test, it closes its connections on that test's loop, not the
+    ended one they belong to: "Event loop is closed" lands in the later test's log (a CI failure
+    of test_hardening_input). Collected here, the close runs where the connections live."""
+    gc.collect()
+    mine = asyncio.current_task()
+    closing = [task for task in asyncio.all_tasks()
+               if task is not mine and task.get_coro().__qualname__.endswith(".aclose")]  # type: ignore[union-attr]
+    await asyncio.gather(*closing, return_exceptions=True)
