@@ -26,7 +26,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import blocks, telemetry
+from bot import blocks, surfaces, telemetry
 from bot.directory import Audience, Directory
 from bot.queue import AnswerQueue
 from bot.notes import Reply, Tell, ephemeral, in_conversation
@@ -34,6 +34,7 @@ from bot.placeholders import Placeholder, Placeholders
 from bot.progress import Progress
 from bot.ratelimits import Budget, Lanes, RateLimited, own_retries
 from bot.streaming import StreamedReply
+from bot.surfaces import Surface
 from rag import Answer, Engine, Level, TextSink
 from state.answers import AnswerLog
 from state.db import StateUnavailable
@@ -95,19 +96,18 @@ class Answerer:
         self.progress = Progress(client, self.lanes, self.placeholders)
 
     # -- delivering answers ------------------------------------------------------------------------
-    async def answer_in_conversation(
-        self, q: Question, tell: Tell, announce: dict[str, Any] | None = None, private: Reply | None = None,
-        panel: bool = False,
-    ) -> None:
+    async def answer_in_conversation(self, q: Question, tell: Tell, way_in: Surface | None = None) -> None:
         """Answer in the conversation, waiting in line for an answer slot if need be.
 
-        `announce` is first posted at the top level and the answer goes in its thread (for
-        `/docs`). When the bot may not post in the conversation, the answer goes to `private`
-        (seen by the asker alone, so at the asker's level) or NotInChannel is raised. In the
-        assistant `panel` the asker alone reads the answer, the status line (not a placeholder)
-        says what happens until the answer or a place in line is posted, and the answer carries
-        Slack's native feedback buttons."""
-        surface = "assistant" if panel else telemetry.surface_of(q.channel, announce is not None)
+        What the way in (`bot.surfaces`; by default a mention or a DM, from the channel) changes:
+        its `announce` is first posted at the top level and the answer goes in its thread (for
+        `/docs`); when the bot may not post in the conversation, the answer goes to its `private`
+        reply (seen by the asker alone, so at the asker's level) or NotInChannel is raised; read
+        by the asker alone (the assistant panel), the status line (not a placeholder) says what
+        happens until the answer or a place in line is posted, and the answer carries Slack's
+        native feedback buttons."""
+        way_in = way_in or surfaces.conversation(q.channel)
+        surface, panel = way_in.name, way_in.asker_alone
         if len(q.text) > blocks.QUESTION_LIMIT:  # before anything is posted, logged or searched
             telemetry.failed(surface, "too_long")
             await tell(TOO_LONG.format(length=len(q.text), limit=blocks.QUESTION_LIMIT))
@@ -121,14 +121,14 @@ class Answerer:
             return
         audience = PANEL if panel else await self.directory.audience(q.channel)
         try:
-            if announce is not None:
-                q = replace(q, thread_ts=await self.post(q.channel, None, announce))
+            if way_in.announce is not None:
+                q = replace(q, thread_ts=await self.post(q.channel, None, way_in.announce))
             answered = await self._answer_into(Placeholder(q.channel, q.thread_ts, surface), q, asker, audience, tell,
                                                panel)
         except NotInChannel:
-            if private is None:
+            if way_in.private is None:
                 raise
-            await self._answer_privately(q, asker, private, tell, surface)
+            await self._answer_privately(q, asker, way_in.private, tell, surface)
             return
         except SlackApiError as exc:
             log.warning("cannot post in %s: %s", q.channel, exc.response.get("error"))

@@ -53,13 +53,6 @@ def since_request() -> float | None:
     return time.perf_counter() - received if received is not None else None
 
 
-def surface_of(channel: str, announced: bool) -> str:
-    """mention | dm | command from how a question came in (`announced`: a `/docs` question)."""
-    if announced:
-        return "command"
-    return "dm" if channel.startswith("D") else "mention"
-
-
 def question_started(surface: str, user: str, channel: str, text: str) -> str:
     """A new answer id for the current task, and the line that starts its story in the log."""
     answer_id = new_answer_id()

@@ -18,7 +18,7 @@ from slack_bolt.context.set_title.async_set_title import AsyncSetTitle
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import blocks
+from bot import blocks, surfaces
 from bot.answering import Question, question_text, thread_history
 from bot.notes import in_conversation
 from bot.services import Services, services_of
@@ -89,7 +89,7 @@ async def _answer(
     if not any(speaker == "user" for speaker, _ in history):
         await _quietly(set_title(text[:_TITLE_CHARS]), "title")
     q = Question(text, user, channel, root, history, team=context.team_id or "")
-    await services.answerer.answer_in_conversation(q, tell, panel=True)
+    await services.answerer.answer_in_conversation(q, tell, surfaces.ASSISTANT)
 
 
 async def _quietly(call: Any, what: str) -> None:

@@ -12,7 +12,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import blocks
+from bot import blocks, surfaces
 from bot.answering import Question
 from bot.listeners.feedback import feedback_summary
 from bot.notes import Notes, Reply, Tell, by_response_url
@@ -85,7 +85,7 @@ async def ask_in_channel(
     """Post "<@user> asked: …" in the channel and answer in its thread."""
     announce = blocks.notice(f"<@{user}> asked: {blocks.escape_within(text, ECHO_LIMIT)}")
     q = Question(text, user, channel, None, team=team)
-    await services.answerer.answer_in_conversation(q, tell, announce, private)
+    await services.answerer.answer_in_conversation(q, tell, surfaces.command(announce, private))
 
 
 def with_invite_hint(reply: Reply) -> Reply:
