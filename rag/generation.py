@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import openai
+from tenacity import RetryCallState, retry, retry_if_exception_type, stop_after_attempt, wait_exponential
+from tenacity.stop import stop_base
 
 from rag import events
 from rag.completion import MalformedReply, body_text, message_text, stream_pieces
@@ -65,7 +67,50 @@ def retry_after_seconds(headers: object) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-_RETRYABLE = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError, openai.InternalServerError)
+# Failures worth another attempt: the same request may well succeed a moment later.
+_TRANSIENT = (asyncio.TimeoutError, openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
+              openai.InternalServerError)
+_BACKOFF = wait_exponential(multiplier=0.5)  # 0.5 s, 1 s, 2 s, … before the jitter
+
+
+def _failed_with(retry_state: RetryCallState) -> BaseException:
+    """What the attempt just made failed with (tenacity waits and sleeps only after a failure)."""
+    exc = retry_state.outcome.exception() if retry_state.outcome else None
+    assert exc is not None
+    return exc
+
+
+def _retry_after(failure: BaseException | None) -> float | None:
+    """The provider's Retry-After on a failed attempt's response, if it sent one."""
+    return retry_after_seconds(getattr(getattr(failure, "response", None), "headers", None))
+
+
+def _provider_wait(retry_state: RetryCallState) -> float:
+    """The provider's Retry-After, else exponential backoff with up to 50% jitter."""
+    retry_after = _retry_after(_failed_with(retry_state))
+    return retry_after if retry_after is not None else _BACKOFF(retry_state) * (1 + random.random() / 2)
+
+
+def _count_retry(retry_state: RetryCallState) -> None:
+    events.events().llm_retried(events.llm_error_kind(_failed_with(retry_state)))
+
+
+class _WaitPastDeadline(stop_base):
+    """Stop when the wait before the next attempt would end after `deadline` (time.monotonic)."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return retry_state.upcoming_sleep > self.deadline - time.monotonic()
+
+
+def _unavailable(failure: BaseException | None) -> ProviderError:
+    """The error when the attempts are spent or the deadline is reached: it names the last
+    transient failure (None: the deadline passed before the first attempt) with its Retry-After."""
+    if failure is None:
+        return ProviderError("the AI service is unavailable (no attempt was made)")
+    return ProviderError(f"the AI service is unavailable ({_describe(failure)})", _retry_after(failure))
 
 
 class OpenAIChat:
@@ -85,11 +130,16 @@ class OpenAIChat:
         self, question: str, sources: list[Source], history: list[tuple[str, str]], on_text: TextSink | None = None
     ) -> str:
         """With `on_text` (and DOCSBOT_LLM_STREAM) the completion is streamed; an attempt that
-        already passed text on is not retried (the reader would see it twice)."""
+        already passed text on is not retried (the reader would see it twice).
+
+        A transient failure is retried up to `max_retries` times, after the provider's Retry-After
+        or a jittered exponential backoff, unless that wait would end past the total deadline;
+        then the last failure is a ProviderError carrying its Retry-After."""
         s = self._endpoint
         messages = build_messages(question, sources, history)
         sink = on_text if s.stream else None
         emitted = False
+        failure: BaseException | None = None  # the last transient failure
 
         async def emit(piece: str) -> None:
             nonlocal emitted
@@ -97,12 +147,20 @@ class OpenAIChat:
             await sink(piece)  # type: ignore[misc]
 
         deadline = time.monotonic() + s.total_timeout_s
-        retry_after: float | None = None
-        problem = "no attempt was made"
-        for attempt in range(s.max_retries + 1):
+
+        @retry(
+            retry=retry_if_exception_type(_TRANSIENT),
+            stop=stop_after_attempt(s.max_retries + 1) | _WaitPastDeadline(deadline),
+            wait=_provider_wait,
+            before_sleep=_count_retry,
+            reraise=True,
+        )
+        async def attempt() -> str:
+            """One request, bounded by the attempt timeout and by what is left of the deadline."""
+            nonlocal failure
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
+            if remaining <= 0:  # the wait fitted the deadline, but the sleep overran it
+                raise _unavailable(failure)
             timeout = min(s.attempt_timeout_s, remaining)
             events.events().llm_attempt()
             try:
@@ -110,12 +168,12 @@ class OpenAIChat:
                                timeout=timeout)
                 reply = self._whole(request) if sink is None else self._streamed(request, emit)
                 return await asyncio.wait_for(reply, timeout=timeout + 0.5)
-            except (asyncio.TimeoutError, *_RETRYABLE) as exc:
-                kind = events.llm_failed(exc)
-                problem = _describe(exc)
-                retry_after = retry_after_seconds(getattr(getattr(exc, "response", None), "headers", None))
+            except _TRANSIENT as exc:
+                events.llm_failed(exc)
                 if emitted:
-                    raise ProviderError(f"the AI service failed mid-answer ({problem})") from None
+                    raise ProviderError(f"the AI service failed mid-answer ({_describe(exc)})") from None
+                failure = exc
+                raise
             except openai.APIStatusError as exc:
                 events.llm_failed(exc)
                 raise ProviderError(f"the AI service refused the request ({_describe(exc)})") from None
@@ -125,12 +183,11 @@ class OpenAIChat:
             except MalformedReply as exc:
                 events.llm_failed(exc)
                 raise ProviderError(f"the AI service sent a malformed reply ({exc})") from None
-            delay = retry_after if retry_after is not None else 0.5 * 2**attempt * (1 + random.random() / 2)
-            if attempt == s.max_retries or delay > deadline - time.monotonic():
-                break
-            events.events().llm_retried(kind)
-            await asyncio.sleep(delay)
-        raise ProviderError(f"the AI service is unavailable ({problem})", retry_after)
+
+        try:
+            return await attempt()
+        except _TRANSIENT as exc:
+            raise _unavailable(exc) from None
 
     async def _whole(self, request: dict) -> str:
         """One completion, not streamed."""

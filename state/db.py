@@ -14,7 +14,6 @@ import asyncio
 import os
 import socket
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -32,6 +31,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, ProgrammingError
 from sqlalchemy.exc import TimeoutError as PoolTimeout  # not the builtin TimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from tenacity import (retry, retry_if_exception, retry_if_exception_type, stop_after_attempt, stop_after_delay,
+                      wait_fixed)
 
 from state.errors import StateConfigError
 
@@ -65,6 +66,9 @@ POSTGRES_POOL_TIMEOUT_S = 10.0
 # A pool TimeoutError: no connection came free in time (SQLite's one connection held by a
 # transaction waiting out a locked file).
 UNREACHABLE = (OperationalError, InterfaceError, OSError, PoolTimeout)
+# A transaction whose INSERT lost a race (another replica, or task, inserted the same key at the
+# same moment) fails on the key; run once more, it finds that row, and locks it, instead.
+retry_insert_race = retry(retry=retry_if_exception_type(IntegrityError), stop=stop_after_attempt(2), reraise=True)
 
 
 class StateUnavailable(RuntimeError):
@@ -154,18 +158,16 @@ def _engine_options(url: URL, *, is_async: bool) -> dict[str, Any]:
     return {"pool_size": 1, "max_overflow": 0, "pool_timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
 
 
+def _locked(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+
+@retry(retry=retry_if_exception(_locked), stop=stop_after_delay(SQLITE_BUSY_TIMEOUT_MS / 1000), wait=wait_fixed(0.05),
+       reraise=True)
 def _wal(cursor: Any) -> None:
     """Switch to WAL. Two processes opening a new file at once race for it, and SQLite answers
     "database is locked" at once instead of waiting through the busy timeout: retry briefly."""
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    cursor.execute("PRAGMA journal_mode = WAL")
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -212,6 +214,14 @@ def alembic_config(connection: Any = None) -> Config:
     return config
 
 
+@retry(retry=retry_if_exception_type((IntegrityError, ProgrammingError)), stop=stop_after_attempt(3), reraise=True)
+def _upgrade(engine: Engine) -> str:
+    """One migration transaction; a duplicate table or row (another process migrating) is retried."""
+    with engine.begin() as connection:
+        command.upgrade(alembic_config(connection), "head")
+        return MigrationContext.configure(connection).get_current_revision() or ""
+
+
 def migrate(url: str) -> str:
     """Bring the schema to the latest revision (a no-op when it is there); returns that revision.
 
@@ -219,15 +229,7 @@ def migrate(url: str) -> str:
     transaction fails on the duplicate and is simply retried, finding the schema current."""
     engine = _sync_engine(url)
     try:
-        for attempt in range(3):
-            try:
-                with engine.begin() as connection:
-                    command.upgrade(alembic_config(connection), "head")
-                    return MigrationContext.configure(connection).get_current_revision() or ""
-            except (IntegrityError, ProgrammingError):
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        return _upgrade(engine)
     except UNREACHABLE as exc:
         raise unavailable(redacted(url), exc) from None
     finally:

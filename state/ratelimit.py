@@ -9,10 +9,9 @@ import time
 from collections.abc import Callable
 
 from sqlalchemy import JSON, String
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from state.db import StateDB
+from state.db import StateDB, retry_insert_race
 from state.schema import Base
 
 
@@ -35,21 +34,19 @@ class RateLimit:
 
     async def take(self, user: str) -> float:
         """0 when `user` may ask now (and counts it), else seconds until they may."""
-        for attempt in range(2):
-            try:
-                async with self.db.begin(durable=False) as session:  # lost in a crash: a few free questions
-                    row = await session.get(RateWindow, user, with_for_update=True)
-                    now = self._clock()
-                    if row is None:
-                        session.add(RateWindow(user_id=user, stamps=[now]))
-                        return 0.0
-                    recent = [t for t in row.stamps if t > now - self.window_s]
-                    if len(recent) >= self.per_minute:
-                        return recent[0] + self.window_s - now
-                    row.stamps = [*recent, now]
+
+        @retry_insert_race  # another replica created this user's row at the same moment: the retry locks it
+        async def attempt() -> float:
+            async with self.db.begin(durable=False) as session:  # lost in a crash: a few free questions
+                row = await session.get(RateWindow, user, with_for_update=True)
+                now = self._clock()
+                if row is None:
+                    session.add(RateWindow(user_id=user, stamps=[now]))
                     return 0.0
-            except IntegrityError:
-                # Another replica created this user's row at the same moment: lock it this time.
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
+                recent = [t for t in row.stamps if t > now - self.window_s]
+                if len(recent) >= self.per_minute:
+                    return recent[0] + self.window_s - now
+                row.stamps = [*recent, now]
+                return 0.0
+
+        return await attempt()

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from rag import too_long
 from sync.config import SyncConfig
@@ -75,19 +76,22 @@ class WorkCopy:
             git(self.path, "init", "--quiet")
         source = f"refs/heads/{self.branch}" if self.branch else "HEAD"
         url, credentials = without_credentials(self.url)
-        for attempt in range(self.retries + 1):
-            try:
+        for attempt in Retrying(
+            retry=retry_if_exception_type(GitError),
+            stop=stop_after_attempt(self.retries + 1),
+            wait=wait_exponential(multiplier=self.backoff_s),  # backoff_s, then twice as long each time
+            before_sleep=self._log_retry,
+            reraise=True,
+        ):
+            with attempt:
                 git(self.path, "fetch", "--quiet", "--no-tags", "--force", url, f"+{source}:{FETCHED_REF}",
                     timeout=self.timeout, env=credentials)
-                break
-            except GitError as exc:
-                if attempt == self.retries:
-                    raise
-                delay = self.backoff_s * 2 ** attempt
-                log.warning("fetch from %s failed (%s); retry %d/%d in %.1fs",
-                            redact(self.url), exc, attempt + 1, self.retries, delay)
-                time.sleep(delay)
         return git(self.path, "rev-parse", f"{FETCHED_REF}^{{commit}}").strip()
+
+    def _log_retry(self, retry_state: RetryCallState) -> None:
+        failure = retry_state.outcome.exception() if retry_state.outcome else None
+        log.warning("fetch from %s failed (%s); retry %d/%d in %.1fs",
+                    redact(self.url), failure, retry_state.attempt_number, self.retries, retry_state.upcoming_sleep)
 
     def checkout(self, commit: str) -> None:
         """Make the work tree exactly `commit` (local leftovers of a killed sync removed), but for
