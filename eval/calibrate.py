@@ -5,11 +5,18 @@ Every case of every set is retrieved as `Engine.ask` would (at its level, follow
 standalone); its features are labelled answerable or not. A logistic regression on standardised
 features is fitted on the sets that hold both labels, each set weighing the same (and, within a
 set, both labels weighing the same), so a set with many cases does not decide alone; a set with
-one label only helps choose the threshold (see fit_weights). The threshold is then the one with the
-best macro balanced accuracy: per set, the mean of its answered rate and its abstention recall
-(the answered rate alone for a set without unanswerable questions), averaged over the sets;
-`--min-answered` can demand a floor on every set's answered rate. The thresholds tried are
-printed with each set's figures.
+one label only helps choose the threshold (see fit_weights). Sets marked `"tune": false` in the
+suite (the procedure sets) are left out.
+
+A set's figure at a threshold is its balanced accuracy: the mean of its answered rate and its
+abstention recall (the answered rate alone for a set without unanswerable questions). The
+threshold is chosen by leaving sets out: the weights are fitted again on every set but one and
+the one left out is scored by that gate, in turn; the threshold whose worst left-out figure is
+the highest wins (ties: the better in-sample macro). The in-sample macro (every set scored by the
+gate fitted on all of them: the former rule) is printed beside it, with the threshold it would
+choose; a threshold that only looks good in sample is one the fit tuned to a set. The file
+written holds the weights fitted on every set and that threshold. `--min-answered` demands a
+floor on every set's answered rate, in sample and left out; `--dry-run` prints and writes nothing.
 """
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ import argparse
 import asyncio
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,15 +32,19 @@ import numpy as np
 from docsbot.errors import ACTIONABLE
 from docsbot.settings import Settings
 from docsbot.wiring import rag_config
+from eval import metrics
 from eval.golden import GoldenError, load_golden
 from eval.runner import add_set_options
 from eval.sets import choose, open_engine, prepare
 from rag import EmbeddingError, Engine, StoreError, answerability, make_embedder
 
 L2 = 1.0  # ridge penalty on the standardised weights: few negatives, keep the model smooth
+THRESHOLDS = tuple(float(t) for t in np.round(np.arange(0.05, 0.96, 0.025), 3))
+Labelled = tuple[list[dict[str, float]], list[bool]]  # a set's gate features, with their labels
+Figures = tuple[float, float | None]  # a set's answered rate and abstention recall (None: no negatives)
 
 
-async def labelled(engine: Engine, cases: list) -> tuple[list[dict[str, float]], list[bool]]:
+async def labelled(engine: Engine, cases: list) -> Labelled:
     """Features of the cases that reach the gate (others abstain before it), with their labels."""
     rows, labels = [], []
     for case in cases:
@@ -74,19 +86,132 @@ def fit_weights(labels_per_set: list[list[bool]]) -> np.ndarray:
     return np.array(weights) * len(weights) / total if total else np.zeros(len(weights))
 
 
-def per_set_figures(probs: dict[str, np.ndarray], labels: dict[str, np.ndarray], totals: dict[str, tuple[int, int]],
-                    threshold: float) -> dict[str, tuple[float, float | None]]:
-    """(answered rate, abstention recall) per set at a threshold; cases that never reached the
+def fit_model(data: dict[str, Labelled], names: list[str]) -> answerability.Model | None:
+    """The gate fitted on these sets (threshold 0); None when no set holds both labels."""
+    x = np.array([[row[f] for f in names] for rows, _ in data.values() for row in rows]).reshape(-1, len(names))
+    y = np.array([label for _, labels in data.values() for label in labels], dtype=float)
+    weights = fit_weights([labels for _, labels in data.values()])
+    if not weights.any():
+        return None
+    means, std = x.mean(axis=0), x.std(axis=0)
+    scales = np.where(std < 1e-4, 1.0, std)  # a feature constant on these sets carries no signal
+    coef, bias = fit((x - means) / scales, y, weights)
+    return answerability.Model(dict(zip(names, coef.round(4).tolist())), dict(zip(names, means.round(4).tolist())),
+                               dict(zip(names, scales.round(4).tolist())), round(float(bias), 4), 0.0)
+
+
+def left_out_models(data: dict[str, Labelled], names: list[str]) -> dict[str, answerability.Model | None]:
+    """Per set, the gate fitted on every other set (None: no other set holds both labels)."""
+    return {name: fit_model({n: d for n, d in data.items() if n != name}, names) for name in data}
+
+
+def figures_at(probs: np.ndarray, labels: np.ndarray, totals: tuple[int, int], threshold: float) -> Figures:
+    """(answered rate, abstention recall) of one set at a threshold; cases that never reached the
     gate count as abstentions (as in `eval run`)."""
-    figures = {}
-    for name, p in probs.items():
-        answerable, unanswerable = totals[name]
-        y = labels[name]
-        answered = int(((p >= threshold) & y).sum())
-        abstained_neg = unanswerable - int(((p >= threshold) & ~y).sum())
-        figures[name] = (answered / answerable if answerable else 1.0,
-                         abstained_neg / unanswerable if unanswerable else None)
-    return figures
+    answerable, unanswerable = totals
+    answered = int(((probs >= threshold) & labels).sum())
+    abstained_neg = unanswerable - int(((probs >= threshold) & ~labels).sum())
+    return (answered / answerable if answerable else 1.0, abstained_neg / unanswerable if unanswerable else None)
+
+
+def balanced(figures: Figures) -> float:
+    answered, recall = figures
+    return (answered + recall) / 2 if recall is not None else answered
+
+
+@dataclass(frozen=True)
+class Row:
+    """One threshold: each set scored by the gate fitted on every set (in sample) and, for the
+    sets that can be left out, by the gate fitted on the others."""
+
+    threshold: float
+    in_sample: dict[str, Figures]
+    left_out: dict[str, Figures]
+
+    @property
+    def macro(self) -> float:
+        return float(np.mean([balanced(f) for f in self.in_sample.values()]))
+
+    @property
+    def worst(self) -> tuple[str, float]:
+        """The left-out set with the lowest balanced accuracy, and that figure."""
+        return metrics.worst({n: balanced(f) for n, f in self.left_out.items()})
+
+    def meets(self, min_answered: float) -> bool:
+        return all(a >= min_answered for a, _ in [*self.in_sample.values(), *self.left_out.values()])
+
+
+def threshold_rows(data: dict[str, Labelled], totals: dict[str, tuple[int, int]], model: answerability.Model,
+                   held_out: dict[str, answerability.Model | None],
+                   thresholds: tuple[float, ...] = THRESHOLDS) -> list[Row]:
+    """Every threshold's row: `model` fitted on every set, `held_out` each set's gate fitted without it."""
+    labels = {name: np.array(lab, dtype=bool) for name, (_, lab) in data.items()}
+    inside = {name: np.array([model.probability(r) for r in rows]) for name, (rows, _) in data.items()}
+    outside = {name: np.array([gate.probability(r) for r in data[name][0]])
+               for name, gate in held_out.items() if gate is not None}
+    return [Row(t, {n: figures_at(p, labels[n], totals[n], t) for n, p in inside.items()},
+                {n: figures_at(p, labels[n], totals[n], t) for n, p in outside.items()}) for t in thresholds]
+
+
+def pick(rows: list[Row], min_answered: float) -> tuple[Row | None, Row | None]:
+    """Among the rows that meet the floor: the one chosen by the worst left-out figure (None when
+    no set could be left out) and the one the in-sample macro would choose."""
+    ok = [row for row in rows if row.meets(min_answered)]
+    by_worst = max((row for row in ok if row.left_out), default=None, key=lambda row: metrics.left_out_key(
+        {n: balanced(f) for n, f in row.left_out.items()}, row.macro))
+    return by_worst, max(ok, key=lambda row: row.macro, default=None)
+
+
+def render(rows: list[Row], by_worst: Row | None, by_macro: Row | None, min_answered: float) -> str:
+    names = list(rows[0].in_sample)
+    left = list(rows[0].left_out)
+    lines = [f"{'threshold':<10}" + "".join(f"{n[:14]:>15}" for n in left) + f"{'worst left out':>26}"
+             + f"{'in-sample macro bal.acc':>25}   (left out: answered / abstention recall; worst: balanced accuracy)"]
+    for row in rows:
+        cells = "".join(f"{a:>9.3f}/{'  n/a' if r is None else f'{r:.3f}'}" for a, r in row.left_out.values())
+        worst = f"{row.worst[1]:.3f} ({row.worst[0][:14]})" if row.left_out else "n/a"
+        lines.append(f"{row.threshold:<10.3f}{cells}{worst:>26}{row.macro:>25.3f}"
+                     + ("" if row.meets(min_answered) else "   (answers too few)"))
+    if not left:
+        lines.append("no set can be left out (no other set holds both labels): the in-sample macro chooses")
+    chosen = [("chosen by the worst left-out figure", by_worst)]
+    if by_macro is not by_worst:
+        chosen.append(("by the in-sample macro", by_macro))
+    for title, picked in chosen:
+        if picked is None:
+            continue
+        lines.append(f"{title}: threshold {picked.threshold}")
+        lines.append(f"  {'answered / recall / bal.acc':<22}{'left out':>26}{'in sample':>26}")
+        for name in names:
+            out = picked.left_out.get(name)
+            lines.append(f"  {name[:22]:<22}{_figures(out) if out else 'cannot be left out':>26}"
+                         f"{_figures(picked.in_sample[name]):>26}")
+        worst = f"{picked.worst[1]:.3f} ({picked.worst[0]})" if picked.left_out else "n/a"
+        lines.append(f"  {'worst left out / macro':<22}{worst:>26}{picked.macro:>26.3f}")
+    if by_worst is not None and by_macro is by_worst:
+        lines.append(f"the in-sample macro chooses the same threshold, {by_worst.threshold}")
+    return "\n".join(lines)
+
+
+def render_today(data: dict[str, Labelled], totals: dict[str, tuple[int, int]], gate: answerability.Model) -> str:
+    """Each set at the gate engines load today (its weights and threshold, as they were fitted),
+    for comparison with the threshold chosen above."""
+    figures = {name: figures_at(np.array([gate.probability(r) for r in rows]), np.array(labels, dtype=bool),
+                                totals[name], gate.threshold) for name, (rows, labels) in data.items()}
+    name, value = metrics.worst({n: balanced(f) for n, f in figures.items()})
+    return "\n".join([f"today's gate (threshold {gate.threshold}, weights as fitted)",
+                      *(f"  {n[:22]:<22}{_figures(f):>26}" for n, f in figures.items()),
+                      f"  {'worst / macro':<22}{f'{value:.3f} ({name})':>26}"
+                      f"{np.mean([balanced(f) for f in figures.values()]):>26.3f}"])
+
+
+def _figures(figures: Figures) -> str:
+    answered, recall = figures
+    return f"{answered:.3f} / {'n/a' if recall is None else f'{recall:.3f}'} / {balanced(figures):.3f}"
+
+
+def _weights(model: answerability.Model) -> str:
+    return ", ".join(f"{f} {c:+.2f}" for f, c in model.weights.items()) + f"; bias {model.bias:+.2f}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--features", default=",".join(answerability.FEATURES),
                         help="comma-separated features to fit (default: all of rag/answerability.py)")
     parser.add_argument("--out", type=Path, default=answerability.DEFAULT_FILE, help="parameter file to write")
+    parser.add_argument("--dry-run", action="store_true", help="print the tables; write no parameter file")
     return parser
 
 
@@ -106,10 +232,14 @@ def main(argv: list[str]) -> int:
     base = Settings()
     try:
         embedder = make_embedder(rag_config(base))
+        today = answerability.load(rag_config(base).answer.answerability_file)
         chosen = choose(args.docs, args.golden, args.suite)
-        data: dict[str, tuple[list[dict[str, float]], list[bool]]] = {}
+        data: dict[str, Labelled] = {}
         totals: dict[str, tuple[int, int]] = {}
         for eval_set in chosen:
+            if not eval_set.tune:
+                print(f'{eval_set.name}: left out ("tune": false)', file=sys.stderr)
+                continue
             settings = eval_set.settings(base, len(chosen) > 1)
             engine = open_engine(settings, embedder, answerability.NEUTRAL)
             cases = load_golden(list(eval_set.golden))
@@ -123,39 +253,31 @@ def main(argv: list[str]) -> int:
     if unknown := set(names) - set(answerability.FEATURES):
         print(f"eval: error: unknown features {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
-    x = np.array([[row[f] for f in names] for rows, _ in data.values() for row in rows])
-    y = np.array([label for _, labels in data.values() for label in labels], dtype=float)
-    weights = fit_weights([labels for _, labels in data.values()])
-    if not weights.any():
+    model = fit_model(data, names)
+    if model is None:
         print("eval: error: no set has both answerable and unanswerable questions that reach the gate: "
               "nothing to fit on", file=sys.stderr)
         return 2
-    means, std = x.mean(axis=0), x.std(axis=0)
-    scales = np.where(std < 1e-4, 1.0, std)  # a feature constant on these sets carries no signal
-    coef, bias = fit((x - means) / scales, y, weights)
-    model = answerability.Model(dict(zip(names, coef.round(4).tolist())), dict(zip(names, means.round(4).tolist())),
-                                dict(zip(names, scales.round(4).tolist())), round(float(bias), 4), 0.0)
-    probs = {name: np.array([model.probability(r) for r in rows]) for name, (rows, _) in data.items()}
-    labels = {name: np.array(lab, dtype=bool) for name, (_, lab) in data.items()}
-    print("weights (standardised): " + ", ".join(f"{f} {c:+.2f}" for f, c in zip(names, coef)) + f"; bias {bias:+.2f}")
-    print(f"{'threshold':<10}" + "".join(f"{n[:14]:>16}" for n in data)
-          + f"{'macro bal.acc':>14}   (answered / abstention recall)")
-    best: tuple[float, float] | None = None
-    for threshold in np.round(np.arange(0.05, 0.96, 0.025), 3):
-        figures = per_set_figures(probs, labels, totals, float(threshold))
-        macro = float(np.mean([(a + r) / 2 if r is not None else a for a, r in figures.values()]))
-        ok = all(a >= args.min_answered for a, _ in figures.values())
-        print(f"{threshold:<10.3f}"
-              + "".join(f"{a:>8.3f} / {r if r is not None else float('nan'):.3f}" for a, r in figures.values())
-              + f"{macro:>14.3f}" + ("" if ok else "   (answers too few)"))
-        if ok and (best is None or macro > best[1]):
-            best = (float(threshold), macro)
+    held_out = left_out_models(data, names)
+    print("weights (standardised) fitted on every set: " + _weights(model))
+    for name, gate in held_out.items():
+        print(f"  without {name}: " + (_weights(gate) if gate else "none (no other set holds both labels)"))
+    rows = threshold_rows(data, totals, model, held_out)
+    by_worst, by_macro = pick(rows, args.min_answered)
+    print(render(rows, by_worst, by_macro, args.min_answered))
+    print(render_today(data, totals, today))
+    best = by_worst or by_macro
     if best is None:
         print(f"no threshold answers {args.min_answered:.0%} of every set; nothing written", file=sys.stderr)
         return 1
-    model = answerability.Model(model.weights, model.means, model.scales, model.bias, best[0])
-    note = (f"Written by `python -m eval calibrate` (min answered {args.min_answered}); threshold {best[0]} "
-            f"gives macro balanced accuracy {best[1]:.3f} on the sets it was fitted on.")
+    how = (f"worst left-out balanced accuracy {best.worst[1]:.3f} ({best.worst[0]}), in-sample macro {best.macro:.3f}"
+           if best is by_worst else f"in-sample macro balanced accuracy {best.macro:.3f} (no set could be left out)")
+    if args.dry_run:
+        print(f"threshold {best.threshold}: {how}; nothing written (--dry-run)")
+        return 0
+    model = answerability.Model(model.weights, model.means, model.scales, model.bias, best.threshold)
+    note = (f"Written by `python -m eval calibrate` (min answered {args.min_answered}): weights fitted on every set, "
+            f"threshold {best.threshold} by leaving each set out: {how}.")
     args.out.write_text(json.dumps(model.to_json(note, list(data)), indent=2) + "\n", encoding="utf-8")
-    print(f"threshold {best[0]}: macro balanced accuracy {best[1]:.3f}; wrote {args.out}")
+    print(f"threshold {best.threshold}: {how}; wrote {args.out}")
     return 0

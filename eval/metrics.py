@@ -9,7 +9,7 @@ import math
 import re
 import string
 from collections import Counter
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 
 def doc_ranking(doc_paths: Iterable[str]) -> list[str]:
@@ -85,3 +85,16 @@ def token_f1(prediction: str, gold: str) -> float:
 
 def mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def worst(figures: Mapping[str, float]) -> tuple[str, float]:
+    """The set with the lowest figure, and that figure."""
+    name = min(figures, key=lambda n: figures[n])
+    return name, figures[name]
+
+
+def left_out_key(left_out: Mapping[str, float], in_sample: float) -> tuple[float, float]:
+    """How candidate defaults are ranked (higher first): by their worst left-out figure, each set
+    scored with what the candidate fits (the gate's weights) fitted on the other sets, so a
+    default that only holds while a set helps fit it loses; ties by the in-sample macro."""
+    return worst(left_out)[1], in_sample

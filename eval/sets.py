@@ -3,8 +3,15 @@
 `python -m eval run|sweep|calibrate` take either `--docs DIR --golden FILE` pairs (repeatable, the
 n-th `--golden` goes with the n-th `--docs`) or a suite file, JSON:
   {"sets": [{"name", "docs", "golden": [files], "default_level": "public", "data_dir": "...",
-             "bundle": "a Git bundle, cloned once; docs is then a folder of its checkout"}]}
-with paths relative to the suite file. A set's index lives in `data_dir`, by default
+             "bundle": "a Git bundle, cloned once; docs is then a folder of its checkout",
+             "include": ["globs of the files indexed, replacing DOCSBOT_INCLUDE for this set"],
+             "tune": false}]}
+with paths relative to the suite file. `include` lets a set of .rst, .mdx or .adoc pages be
+indexed whatever the default globs are (an index is reused while its docs folder, chunking
+version, which parser changes bump, and include globs are the same; sync/folder.py).
+`"tune": false` keeps a set out of `eval sweep` and `eval calibrate` (procedure sets: scored by
+their steps, every question answerable, nothing to say about retrieval or abstention defaults
+the other sets don't); `eval run` scores every set. A set's index lives in `data_dir`, by default
 `$DOCSBOT_DATA_DIR` for a single set and `$DOCSBOT_DATA_DIR/eval/<name>` for several, so each
 corpus is indexed once and reused by later runs (the vector cache makes a rebuild with other
 chunking cheap).
@@ -21,7 +28,7 @@ from docsbot.settings import Settings
 from docsbot.wiring import lease_config, rag_config
 from eval.golden import GoldenCase, GoldenError, default_golden_files
 from eval.procedures import checkout
-from rag import Embedder, Engine, Level, Store, answerability, make_generator
+from rag import Embedder, Engine, Level, Store, answerability, check_pattern, make_generator
 from sync.folder import ensure_index
 
 EVAL_DIR = Path(__file__).resolve().parent
@@ -34,6 +41,8 @@ class EvalSet:
     golden: tuple[Path, ...]
     default_level: Level | None = None  # for pages without front matter
     data_dir: str | None = None
+    include: tuple[str, ...] | None = None  # None: the settings' include globs
+    tune: bool = True  # False: `eval run` only, left out of sweep and calibrate
 
     def settings(self, base: Settings, several: bool) -> Settings:
         update: dict[str, Any] = {}
@@ -43,6 +52,8 @@ class EvalSet:
             update["data_dir"] = f"{base.data_dir.rstrip('/')}/eval/{self.name}"
         if self.default_level is not None:
             update["default_level"] = self.default_level
+        if self.include is not None:
+            update["include"] = list(self.include)
         return base.model_copy(update=update)
 
 
@@ -77,12 +88,20 @@ def load_suite(path: Path) -> list[EvalSet]:
             golden = entry["golden"] if isinstance(entry["golden"], list) else [entry["golden"]]
             level = entry.get("default_level")
             bundle = entry.get("bundle")  # a Git bundle: "docs" is a folder of its checkout
+            include = entry.get("include")
+            if include is not None and (not isinstance(include, list) or not include):
+                raise TypeError("'include' must be a non-empty list of globs")
+            tune = entry.get("tune", True)
+            if not isinstance(tune, bool):
+                raise TypeError("'tune' must be true or false")
             sets.append(EvalSet(
                 str(entry["name"]),
                 (checkout(here / bundle) if bundle else here) / entry["docs"],
                 tuple(here / g for g in golden),
                 Level.parse(level) if level else None,
                 entry.get("data_dir"),
+                tuple(check_pattern(str(g)) for g in include) if include is not None else None,
+                tune,
             ))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise GoldenError(f"{path}: set {number}: {exc!r} (needs name, docs, golden)") from None

@@ -1,9 +1,16 @@
 """`python -m eval sweep`: try a grid of retrieval settings on several sets at once and rank the
-grid points by the sets' macro average, so no default is tuned to one corpus.
+grid points by their worst set, so no default is tuned to one corpus.
 
 Each question is embedded and searched once (every list, `--depth` deep); every grid point then
 replays the ranking (rag.retrieval.rank) over those cached hits, so a grid of hundreds of points
-costs seconds. The grid tried is printed with each point's per-set and macro hit rate@k and MRR.
+costs seconds. The grid tried is printed with each point's per-set, worst and macro hit rate@k
+and MRR. A point is scored by hit rate + MRR; points are ranked by their worst set's (ties: the
+macro's). A grid point fits nothing, so each set's figure at a point is already a left-out figure
+and the worst set is the worst left-out one; what is fitted is the choice of the point, so the
+sweep also leaves each set out in turn: the point the other sets choose, scored on the set left
+out, beside that set's figure at the point chosen on every set (in sample). A set that loses much
+when it is left out is one the default is tuned to. Sets marked `"tune": false` in the suite (the
+procedure sets) are left out.
 Chunk size is not in the grid (it needs a reindex per value): sweep it by running this command
 on indexes built with each `DOCSBOT_CHUNK_SIZE` (the vector cache re-embeds only new text).
 """
@@ -81,15 +88,48 @@ def points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 
 def sweep(sets: dict[str, list[Query]], base: Settings, grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    """Every grid point's per-set and macro figures, best macro (hit rate + MRR) first."""
+    """Every grid point's per-set, worst and macro figures, in `ranked` order."""
     results = []
     for point in points(grid):
         settings = base.model_copy(update=point)
-        per_set = {name: score(queries, settings) for name, queries in sets.items()}
-        macro = {m: float(np.mean([r[m] for r in per_set.values()])) for m in ("hit_rate", "mrr")}
-        results.append({"point": point, "sets": per_set, "macro": macro})
-    results.sort(key=lambda r: -(r["macro"]["hit_rate"] + r["macro"]["mrr"]))
-    return results
+        results.append({"point": point, "sets": {name: score(queries, settings) for name, queries in sets.items()}})
+    return ranked(results)
+
+
+def objective(figures: dict[str, float]) -> float:
+    return figures["hit_rate"] + figures["mrr"]
+
+
+def key(result: dict[str, Any], names: Sequence[str]) -> tuple[float, float]:
+    """A point's rank over these sets: its worst set's hit rate + MRR, then the macro's."""
+    per_set = {n: objective(result["sets"][n]) for n in names}
+    return metrics.left_out_key(per_set, float(np.mean(list(per_set.values()))))
+
+
+def ranked(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The points with their worst set and macro added, best worst set first (ties: macro)."""
+    for r in results:
+        per_set = r["sets"]
+        name = metrics.worst({n: objective(f) for n, f in per_set.items()})[0]
+        r["worst"] = {"set": name} | per_set[name]
+        r["macro"] = {m: float(np.mean([f[m] for f in per_set.values()])) for m in ("hit_rate", "mrr")}
+    return sorted(results, key=lambda r: key(r, list(r["sets"])), reverse=True)
+
+
+def folds(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each set left out in turn (`results` in `ranked` order): the rank of the point the other
+    sets choose, its figures on the set left out and that set's figures at the point chosen on
+    every set. Empty for a single set."""
+    names = list(results[0]["sets"])
+    if len(names) < 2:
+        return {}
+    out = {}
+    for name in names:
+        others = [n for n in names if n != name]
+        rank = max(range(len(results)), key=lambda i: key(results[i], others))  # the first of equals
+        out[name] = {"rank": rank + 1, "point": results[rank]["point"], "left_out": results[rank]["sets"][name],
+                     "in_sample": results[0]["sets"][name]}
+    return out
 
 
 def baselines(sets: dict[str, list[Query]], base: Settings) -> dict[str, dict[str, dict[str, float]]]:
@@ -97,19 +137,48 @@ def baselines(sets: dict[str, list[Query]], base: Settings) -> dict[str, dict[st
     return {s.name: {name: score(q, base, s.name) for name, q in sets.items()} for s in SIGNALS}
 
 
-def render(results: list[dict[str, Any]], base_lines: dict[str, Any], grid: dict[str, list[Any]], top: int) -> str:
+def render(results: list[dict[str, Any]], base_lines: dict[str, Any], grid: dict[str, list[Any]], top: int,
+           current: dict[str, Any]) -> str:
+    """The grid's best `top` points, the point the macro would choose, the rank of `current`
+    (today's values of the grid's axes), and the folds."""
     names = list(results[0]["sets"])
     lines = ["grid: " + "; ".join(f"{k} {v}" for k, v in grid.items()) + f" ({len(results)} points)",
-             f"{'rank':<5}{'point':<70}" + "".join(f"{n[:14]:>15}" for n in [*names, "macro"]) + "   (hit@k / MRR)"]
+             f"{'rank':<5}{'point':<70}" + "".join(f"{n[:14]:>15}" for n in names)
+             + f"{'worst set':>30}{'macro':>15}   (hit@k / MRR)"]
+
+    def row(cells: list[dict[str, float]]) -> str:
+        per_set = dict(zip(names, cells))
+        name = metrics.worst({n: objective(c) for n, c in per_set.items()})[0]
+        macro = {m: float(np.mean([c[m] for c in cells])) for m in ("hit_rate", "mrr")}
+        return ("".join(_cell(c) for c in cells) + f"{_cell(per_set[name])} ({name[:14]})".rjust(30) + _cell(macro))
+
     for mode, per_set in base_lines.items():
-        cells = [per_set[n] for n in names]
-        cells.append({m: float(np.mean([c[m] for c in cells])) for m in ("hit_rate", "mrr")})
-        lines.append(f"{'-':<5}{mode + ' only':<70}" + "".join(f"{c['hit_rate']:>7.3f}/{c['mrr']:.3f}" for c in cells))
+        lines.append(f"{'-':<5}{mode + ' only':<70}" + row([per_set[n] for n in names]))
     for i, r in enumerate(results[:top], 1):
         point = ", ".join(f"{k}={v}" for k, v in r["point"].items())
-        cells = [r["sets"][n] for n in names] + [r["macro"]]
-        lines.append(f"{i:<5}{point:<70}" + "".join(f"{c['hit_rate']:>7.3f}/{c['mrr']:.3f}" for c in cells))
+        lines.append(f"{i:<5}{point:<70}" + row([r["sets"][n] for n in names]))
+    by_macro = max(range(len(results)), key=lambda i: objective(results[i]["macro"]))
+    at = next((i for i, r in enumerate(results) if r["point"] == current), None)
+    for title, index in (("by the macro (the former rule)", by_macro), ("today's defaults", at)):
+        point = ", ".join(f"{k}={v}" for k, v in (results[index]["point"] if index is not None else current).items())
+        shown = (f"rank {index + 1}: " + row([results[index]["sets"][n] for n in names]).strip()
+                 if index is not None else "not in the grid")
+        lines.append(f"{title} ({point}): {shown}")
+    if loo := folds(results):
+        lines += ["left out in turn: the point the other sets rank first, scored on the set left out "
+                  "(in sample: at rank 1, chosen on every set)",
+                  f"{'set':<22}{'point chosen without it':>26}{'left out':>15}{'in sample':>15}"]
+        for name, fold in loo.items():
+            lines.append(f"{name[:22]:<22}{'rank ' + str(fold['rank']):>26}{_cell(fold['left_out'])}"
+                         f"{_cell(fold['in_sample'])}")
+        name = metrics.worst({n: objective(f["left_out"]) for n, f in loo.items()})[0]
+        lines.append(f"{'worst left out':<22}{name[:26]:>26}{_cell(loo[name]['left_out'])}"
+                     f"{_cell(loo[name]['in_sample'])}")
     return "\n".join(lines)
+
+
+def _cell(figures: dict[str, float]) -> str:
+    return f"{figures['hit_rate']:>8.3f}/{figures['mrr']:.3f}"
 
 
 ANN_PROBE_SCALES = (0.75, 1.5, 3.0)  # Store.ANN_PROBE_SCALE values compared
@@ -160,6 +229,9 @@ def gather(args: argparse.Namespace, base: Settings) -> tuple[dict[str, list[Que
     chosen = choose(args.docs, args.golden, args.suite)
     found, ann = {}, {}
     for eval_set in chosen:
+        if not eval_set.tune:
+            print(f'{eval_set.name}: left out ("tune": false)', file=sys.stderr)
+            continue
         settings = eval_set.settings(base, len(chosen) > 1)
         engine = open_engine(settings, embedder)
         cases = load_golden(list(eval_set.golden))
@@ -182,9 +254,10 @@ def main(argv: list[str]) -> int:
     results = sweep(sets, base, grid)
     base_lines = baselines(sets, base)
     if args.json:
-        print(json.dumps({"grid": grid, "baselines": base_lines, "results": results, "ann": ann}, indent=2))
+        print(json.dumps({"grid": grid, "baselines": base_lines, "results": results, "folds": folds(results),
+                          "ann": ann}, indent=2))
         return 0
-    print(render(results, base_lines, grid, args.top))
+    print(render(results, base_lines, grid, args.top, {k: getattr(base, k, None) for k in grid}))
     for name, figures in ann.items():
         print(f"{name}: ANN recall@{ANN_K} against exact search (p50 ms): " + (", ".join(
             f"probe scale {scale} ({n} partitions): {r:.3f} ({ms:.1f})" for scale, (n, r, ms) in figures.items())
