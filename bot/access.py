@@ -21,6 +21,14 @@ A TOML file (path in `DOCSBOT_ACCESS_FILE`); every section is optional::
     [channels]                         # channel ID -> the level answers there may use
     C0ENG = "team"
 
+    [owners]                           # docs owners (CODEOWNERS, front matter `owner`) -> Slack
+    "@acme/sre" = "S0SRE"              # a user group: each member gets the weekly digest
+    "@alice" = ["U012ABCDEF"]          # one or more user IDs
+    "it-team" = "U0ITLEAD"             # a front matter owner, as written there
+
+An owner that is an e-mail address and not listed under [owners] is looked up in Slack
+(users.lookupByEmail, needs users:read.email); any other unlisted owner gets no digest.
+
 Levels are public < team < restricted. A user with no [users] entry gets the highest level of
 their groups and email domain, else `defaults.member`. Guests (single- and multi-channel) are
 always public, whatever the file says. A listed private channel is still capped by the lowest
@@ -29,6 +37,7 @@ level among its members; a channel shared with another organisation is always pu
 from __future__ import annotations
 
 import logging
+import re
 import time
 import tomllib
 from collections.abc import Callable
@@ -43,7 +52,8 @@ from rag import Level
 
 log = logging.getLogger(__name__)
 
-_SECTIONS = {"admins", "defaults", "users", "groups", "domains", "channels"}
+_SECTIONS = {"admins", "defaults", "users", "groups", "domains", "channels", "owners"}
+_SLACK_ID = re.compile(r"[UWS][A-Z0-9_]+")  # a user (U…, W… on Enterprise Grid) or a user group (S…)
 _DEFAULTS = {"member", "public_channel"}
 
 
@@ -60,6 +70,7 @@ class AccessPolicy:
     groups: dict[str, Level] = field(default_factory=dict)
     domains: dict[str, Level] = field(default_factory=dict)
     channels: dict[str, Level] = field(default_factory=dict)
+    owners: dict[str, tuple[str, ...]] = field(default_factory=dict)  # owner name (lower case) -> Slack IDs
 
     def is_admin(self, user_id: str) -> bool:
         return user_id in self.admins
@@ -167,7 +178,22 @@ def parse_access(data: dict[str, Any], source: str = "access file") -> AccessPol
         groups=_levels(data, "groups", source),
         domains={k.lower(): v for k, v in _levels(data, "domains", source).items()},
         channels=_levels(data, "channels", source),
+        owners=_owners(data, source),
     )
+
+
+def _owners(data: dict[str, Any], source: str) -> dict[str, tuple[str, ...]]:
+    table = data.get("owners", {})
+    if not isinstance(table, dict):
+        raise AccessFileError(f"{source}: [owners] must be a table of owner = \"Slack ID\" or [\"ID\", ...]")
+    owners = {}
+    for name, value in table.items():
+        ids = [value] if isinstance(value, str) else value
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and _SLACK_ID.fullmatch(i) for i in ids):
+            raise AccessFileError(f"{source}: [owners] {name}: expected a Slack user ID (U…), user group ID (S…) "
+                                  f"or a list of them, got {value!r}")
+        owners[name.strip().lower()] = tuple(ids)
+    return owners
 
 
 def _levels(data: dict[str, Any], section: str, source: str) -> dict[str, Level]:

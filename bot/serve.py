@@ -23,6 +23,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot import blocks, telemetry
 from bot.app import DocsBot, web_app
+from bot.digest import scheduled
 from bot.services import housekeeping
 from bot.socket_mode import keep_connecting, sdk_logger
 from docsbot.observability.tracing import shutdown_tracing, span
@@ -52,7 +53,7 @@ async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        async with housekeeping(bot.services):
+        async with housekeeping(bot.services), scheduled(bot.services, bot.client):  # retention, digest, gauges
             await stop.wait()
     finally:
         if connecting is not None:

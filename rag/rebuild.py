@@ -18,6 +18,7 @@ from typing import Any, Callable, TypeVar
 from rag.documents import load_folder
 from rag.engine import Engine
 from rag.indexer import IndexStats, Provenance, build_rows, chunking_signature
+from rag.owners import Ownership, front_matter_of
 from rag.store import CHUNKS, META, VECTORS, Store, StoreError, meta_table
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,8 @@ def rebuild_index(engine: Engine, root: Path, provenance: dict[str, Provenance])
             store.replace(VECTORS, vectors)
         store.replace(CHUNKS, rows)  # the swap: readers see the new index from here
     meta: dict[str, Any] = {k: v for k, v in old_meta.items() if k not in _STALE_META}
-    meta.update(embedding=embedding, chunking=chunking_signature(config.chunking), docs_root=str(root.resolve()))
+    meta.update(embedding=embedding, chunking=chunking_signature(config.chunking), docs_root=str(root.resolve()),
+                ownership=Ownership(front_matter_of(docs)).with_repository(root).to_meta())
     store.replace(META, meta_table(meta))
     store.maintain(config.index.ann_min_rows)
     stats.skipped = skipped

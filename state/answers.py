@@ -27,12 +27,11 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, String, Text, and_, delete, exists, false, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from rag import PROMPT_VERSION, Answer, Level
-from state.db import StateDB
+from state.db import StateDB, retry_insert_race
 from state.schema import Base
 
 VOTES = ("up", "down")
@@ -201,7 +200,8 @@ class AnswerLog:
             index_commit=index_commit,
             retrieved=answer.retrieved,
             citations=[asdict(c) for c in answer.citations],
-            diagnostics=asdict(answer.diagnostics),
+            diagnostics={**asdict(answer.diagnostics),
+                         "near_miss": asdict(answer.near_miss) if answer.near_miss else None},
             review="pending",
             golden_id="",
             reviewed_ms=0,
@@ -297,25 +297,23 @@ class AnswerLog:
             if expected is not None:
                 row.expected = expected.strip() or None
 
-        for attempt in range(2):
-            try:
-                async with self.db.begin() as session:
-                    await self._require(session, answer_id)
-                    row = await session.get(FeedbackRow, (answer_id, user), with_for_update=True)
-                    now = self._now_ms()
-                    if row is None:
-                        row = FeedbackRow(answer_id=answer_id, user=user, vote="", button_vote="",
-                                          reaction_vote="", created_ms=now)
-                        session.add(row)
-                    apply(row)
-                    row.updated_ms = now
-                    return _feedback(row)
-            except IntegrityError:
-                # The person's first vote arrived twice at once (button and reaction, two
-                # replicas): the other insert won; update its row this time.
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
+        # The person's first vote may arrive twice at once (button and reaction, two replicas):
+        # the insert that loses is run again, and updates the winner's row.
+        @retry_insert_race
+        async def attempt() -> Feedback:
+            async with self.db.begin() as session:
+                await self._require(session, answer_id)
+                row = await session.get(FeedbackRow, (answer_id, user), with_for_update=True)
+                now = self._now_ms()
+                if row is None:
+                    row = FeedbackRow(answer_id=answer_id, user=user, vote="", button_vote="",
+                                      reaction_vote="", created_ms=now)
+                    session.add(row)
+                apply(row)
+                row.updated_ms = now
+                return _feedback(row)
+
+        return await attempt()
 
     async def explain(self, answer_id: str, user: str, reason: str, expected: str | None = None) -> Feedback:
         """What was wrong, from the 👎 form: updates the person's existing record without voting

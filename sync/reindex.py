@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag import (
-    Document, DocumentError, Embedder, IndexStats, Provenance, RagConfig, Store, apply_documents, in_scope, load_folder,
-    read_document, shown_path, too_long,
+    Document, DocumentError, Embedder, IndexStats, Provenance, RagConfig, Store, apply_documents, front_matter_of,
+    in_scope, load_folder, read_document, shown_path, too_long,
 )
 from sync.gitcmd import GitError, git_records
 from sync.report import FileCounts
@@ -29,6 +29,8 @@ class Applied(FileCounts):
     """What a write did, in the terms of a sync report."""
 
     stats: IndexStats = field(default_factory=IndexStats)
+    # path -> front matter `owner` of every readable document (a reconcile reads them all).
+    owners: dict[str, str] = field(default_factory=dict)
 
 
 def read_documents(
@@ -57,12 +59,13 @@ def write(
 def apply_paths(
     store: Store, embedder: Embedder, config: RagConfig, root: Path,
     upsert: list[str], removed: list[str], provenance: dict[str, Provenance],
-) -> tuple[IndexStats, list[tuple[str, str]]]:
+) -> tuple[IndexStats, list[tuple[str, str]], dict[str, str]]:
     """Re-index `upsert` from the files under root and drop `removed`; skipped files are dropped
-    too. Returns the write's stats and the skipped (path, reason)."""
+    too. Returns the write's stats, the skipped (path, reason) and the front matter owners of
+    the documents read."""
     docs, skipped = read_documents(root, upsert, config)
     gone = sorted(set(removed) | {path for path, _ in skipped})
-    return write(store, embedder, config, docs, provenance, gone), skipped
+    return write(store, embedder, config, docs, provenance, gone), skipped, front_matter_of(docs)
 
 
 def reconcile(
@@ -76,7 +79,7 @@ def reconcile(
     docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes)
     skipped += too_long_for_checkout(root, d.include, d.exclude)
     indexed = store.doc_columns("doc_hash", "commit", "commit_date")
-    result = Applied(skipped=skipped)
+    result = Applied(skipped=skipped, owners=front_matter_of(docs))
     changed = []
     for doc in docs:
         prov = provenance.get(doc.path, Provenance())

@@ -1,8 +1,10 @@
-"""`/docs QUESTION`, `/docs help`, `/docs status`, `/docs sync`, `/docs feedback`; `/docs` alone opens a form."""
+"""`/docs QUESTION`, `/docs help`, `/docs status`, `/docs sync`, `/docs feedback`, `/docs gaps [area]`; `/docs`
+alone opens a form."""
 from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -14,6 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks, surfaces
 from bot.answering import Question
+from bot.digest import gaps_command
 from bot.listeners.feedback import feedback_summary
 from bot.notes import Notes, Reply, Tell, by_response_url
 from bot.services import Services, services_of
@@ -27,9 +30,11 @@ HELP = """*Ask the docs*
 • `/docs status`: what is indexed, and the last sync
 • `/docs sync`: sync the docs now (admins only)
 • `/docs feedback`: thumbs-down answers waiting for review (admins only)
+• `/docs gaps [area]`: what the docs could not answer last week, and why (admins and docs owners)
 Answers only use documents everyone in the conversation may read; each cites its sources."""
 
 ECHO_LIMIT = 2500  # the question as echoed in "<@user> asked: …": one section block with room to spare
+GAPS = re.compile(r"gaps(?:\s+(\S+))?")  # `/docs gaps` or `/docs gaps <area>` (one word: a question has more)
 INVITE_HINT = ("I'm not a member of this conversation, so only you can see this answer. "
                "To get answers here, invite me with `/invite @docsbot`.")
 
@@ -74,6 +79,8 @@ async def _run(services: Services, command: dict[str, Any], respond: AsyncRespon
         await _sync(services, command["user_id"], notes)
     elif word == "feedback":
         await feedback_summary(services, command["user_id"], notes)
+    elif gaps := GAPS.fullmatch(word):
+        await gaps_command(services, client, command["user_id"], gaps.group(1) or "", notes)
     else:
         await ask_in_channel(services, text, command["user_id"], command["channel_id"], notes.tell,
                              with_invite_hint(notes.reply), command.get("team_id", ""))

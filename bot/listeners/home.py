@@ -12,6 +12,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks
 from bot.candidates import find_candidates
+from bot.digest import home_summary
 from bot.listeners.commands import HELP
 from bot.services import Services, services_of
 from bot.suggestions import suggested_prompts
@@ -42,6 +43,7 @@ async def publish_home(services: Services, client: AsyncWebClient, user: str) ->
         except StateUnavailable as exc:
             log.warning("the Home tab shows no feedback count: %s", exc)
     view = blocks.home_view(level.name, examples, HELP, await services.status(services.policy.is_admin(user)), pending)
+    view["blocks"] += await home_summary(services, client, user)  # a docs owner's part of the gaps report
     try:
         await client.views_publish(user_id=user, view=view)
     except SlackApiError as exc:

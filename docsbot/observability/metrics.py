@@ -64,6 +64,14 @@ INDEX_CHUNKS = Gauge("docsbot_index_chunks", "Chunks in the index being served")
 INDEX_COMMIT_AGE = Gauge("docsbot_index_commit_age_seconds", "Now minus the commit date of what is being served")
 SYNC_AGE = Gauge("docsbot_seconds_since_last_successful_sync", "Now minus the end of the last successful sync")
 
+# -- docs gaps (bot/digest.py, refreshed hourly by the bot) ------------------------------------------
+# `area` is a docs area (front matter `area`, else the page's first folder; "none" when no page
+# comes close): a value the docs define, bounded by them.
+UNANSWERED_RATIO = Gauge("docsbot_unanswered_ratio",
+                         "Share of the last 7 days' questions the docs could not answer, by docs area", ["area"])
+DOCS_OVERDUE = Gauge("docsbot_docs_overdue_total",
+                     "Indexed pages whose last commit is older than DOCSBOT_REVIEW_DAYS (overdue for review)")
+
 _FILE_CHANGES = ("added", "modified", "deleted", "renamed")
 STAGES = ("embed", "retrieve", "rerank", "generate", "post", "total")
 FAILURES = ("error", "restarted", "rate_limited", "busy")
@@ -188,6 +196,15 @@ def _timestamp(value: object) -> float | None:
         return datetime.fromisoformat(value).timestamp()
     except ValueError:
         return None
+
+
+def observe_gaps(unanswered_ratio: dict[str, float], overdue: int) -> None:
+    """The gap gauges, replaced as a whole: an area with no question this week has no series."""
+    with _PUBLISH:
+        UNANSWERED_RATIO.clear()
+        for area, ratio in unanswered_ratio.items():
+            UNANSWERED_RATIO.labels(area or "none").set(ratio)
+        DOCS_OVERDUE.set(overdue)
 
 
 def exposition() -> tuple[bytes, str]:

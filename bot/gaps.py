@@ -1,0 +1,296 @@
+"""The docs-gaps report: what the docs could not answer, grouped by meaning and assigned to the
+docs area and owners of the closest page, the 👎 with their reasons, and the pages answers rely
+on that are overdue for review. The weekly digest (bot/digest.py), `/docs gaps` and
+`docsbot report` all show this report, each at its reader's level.
+
+A report is built at one level: only questions asked in a context at or below it are read
+(state/gaps.py), and they are grouped after that filter, so a group, its count, its example and
+the page it is assigned to come from what the reader may see, never from anything above it.
+
+Grouping is average-linkage agglomerative clustering of the questions' embeddings (the engine's
+own model): the two groups whose questions are most similar on average merge while that average
+cosine is at least GROUP_THRESHOLD. 0.50 was measured on the dev sets' 49 unanswerable follow-ups
+(mtrag-govt-dev and mtrag-clapnq-dev, one per conversation, so any merge joins two different
+conversations) and on 8 made-up needs asked 5 ways each: at 0.50 the 49 stay 48 groups (purity
+0.98; the one merge is "Do I need a lawyer to fill out a restraining order?" with "Do I need to
+hire a lawyer?") and 5 of the 8 needs are one group each, the other 3 split off one odd phrasing
+("laptop refresh process"); 0.45 keeps 6 of 8 whole but merges 2 unrelated pairs (0.96), 0.40 all
+8 but 3 pairs (0.94), 0.55-0.60 merge the same one pair and split more needs.
+
+A group's page is the most frequent closest page among its questions (the near miss the answer
+named, or the first section it selected), else the public page nearest to the group's mean
+vector (no closer than ASSIGN_FLOOR: else no page, no owner). A page's area is its front matter
+`area`, else its first folder; its owners come from the index's ownership snapshot
+(rag/owners.py). Freshness: the documents' `last_reviewed`/`review_in` front matter is not indexed
+yet, so a page is overdue when its last commit (the index's `commit_date`) is older than
+DOCSBOT_REVIEW_DAYS.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from rag import Engine, Level, Ownership, StoreError
+from state.config import GapsConfig
+from state.db import StateDB
+from state.gaps import Cited, Downvote, GapLog, Unanswered
+
+GROUP_THRESHOLD = 0.50
+ASSIGN_FLOOR = 0.20  # a page less similar than this to a group is not "the closest section" of anything
+MAX_GROUPED = 1000  # the most recent questions of the window are grouped (the clustering is quadratic)
+RELIED_ON_DAYS = 30  # citations counted for "pages answers rely on"
+DAY_MS = 86_400_000
+TOP = 10  # entries of each list
+
+
+@dataclass(frozen=True)
+class Page:
+    path: str
+    title: str
+    area: str
+    url: str
+    owners: tuple[str, ...]
+    commit_date: str
+
+
+@dataclass(frozen=True)
+class Gap:
+    example: str  # the question nearest the group's centre
+    count: int
+    kinds: dict[str, int]  # no_match / below_gate / declined -> questions
+    page: Page | None  # the closest page; None: nothing in the docs comes close
+    last_ms: int
+    askers: tuple[str, ...] = ()  # only with DOCSBOT_DIGEST_NAME_ASKERS
+
+
+@dataclass(frozen=True)
+class Complaint:
+    """An answer someone gave a 👎, with their reason."""
+
+    question: str
+    reason: str
+    expected: str
+    voters: int
+    page: Page | None
+    askers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Overdue:
+    page: Page
+    citations: int  # in the last RELIED_ON_DAYS days
+    days_overdue: int
+
+
+def area_of(page: Page | None) -> str:
+    if page is None:
+        return ""
+    return page.area or (page.path.split("/", 1)[0] if "/" in page.path else "(top level)")
+
+
+def _owned(page: Page | None, names: set[str]) -> bool:
+    return page is not None and any(owner.lower() in names for owner in page.owners)
+
+
+@dataclass(frozen=True)
+class Report:
+    since_ms: int
+    until_ms: int
+    level: Level
+    gaps: tuple[Gap, ...] = ()
+    downvotes: tuple[Complaint, ...] = ()
+    overdue: tuple[Overdue, ...] = ()
+    # area -> (answered, unanswered) questions of the window: docsbot_unanswered_ratio{area}
+    areas: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.gaps or self.downvotes or self.overdue)
+
+    def owned_by(self, names: Iterable[str]) -> Report:
+        """What is assigned to these owners (CODEOWNERS or front matter names, any case)."""
+        wanted = {name.lower() for name in names}
+        return replace(self, gaps=tuple(g for g in self.gaps if _owned(g.page, wanted)),
+                       downvotes=tuple(d for d in self.downvotes if _owned(d.page, wanted)),
+                       overdue=tuple(o for o in self.overdue if _owned(o.page, wanted)))
+
+    def in_area(self, area: str) -> Report:
+        wanted = area.strip().lower()
+        return replace(self, gaps=tuple(g for g in self.gaps if area_of(g.page).lower() == wanted),
+                       downvotes=tuple(d for d in self.downvotes if area_of(d.page).lower() == wanted),
+                       overdue=tuple(o for o in self.overdue if area_of(o.page).lower() == wanted))
+
+    def owners(self) -> set[str]:
+        """Every owner something in the report is assigned to."""
+        pages = [g.page for g in self.gaps] + [d.page for d in self.downvotes] + [o.page for o in self.overdue]
+        return {owner for page in pages if page is not None for owner in page.owners}
+
+    def to_json(self) -> dict[str, Any]:
+        def page(p: Page | None) -> dict[str, Any] | None:
+            return None if p is None else {"path": p.path, "title": p.title, "area": area_of(p), "url": p.url,
+                                           "owners": list(p.owners), "last_commit": p.commit_date}
+
+        def named(askers: tuple[str, ...]) -> dict[str, Any]:
+            return {"askers": list(askers)} if askers else {}
+
+        return {
+            "since": _iso(self.since_ms), "until": _iso(self.until_ms), "level": self.level.name,
+            "gaps": [{"example": g.example, "count": g.count, "kinds": g.kinds, "area": area_of(g.page),
+                      "page": page(g.page), "last_asked": _iso(g.last_ms), **named(g.askers)} for g in self.gaps],
+            "downvotes": [{"question": d.question, "reason": d.reason, "expected": d.expected, "voters": d.voters,
+                           "area": area_of(d.page), "page": page(d.page), **named(d.askers)} for d in self.downvotes],
+            "overdue": [{"page": page(o.page), "citations": o.citations, "days_overdue": o.days_overdue}
+                        for o in self.overdue],
+            "unanswered_ratio": {area: round(missed / (answered + missed), 4)
+                                 for area, (answered, missed) in sorted(self.areas.items()) if answered + missed},
+        }
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="seconds")
+
+
+def group_by_meaning(vectors: np.ndarray, threshold: float = GROUP_THRESHOLD) -> list[list[int]]:
+    """Average-linkage agglomerative groups of the rows of `vectors` (see the module docstring).
+    The average cosine between two groups is the dot product of their sums of unit vectors over
+    the product of their sizes, so a merge updates one row of the similarity matrix."""
+    n = len(vectors)
+    if n == 0:
+        return []
+    unit = np.asarray(vectors, dtype=np.float32).reshape(n, -1)
+    unit = unit / np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+    sums, sizes = unit.copy(), np.ones(n, dtype=np.float32)
+    similar = unit @ unit.T
+    np.fill_diagonal(similar, -np.inf)
+    members: list[list[int]] = [[i] for i in range(n)]
+    gone = np.zeros(n, dtype=bool)
+    while n > 1:
+        i, j = divmod(int(np.argmax(similar)), n)
+        if similar[i, j] < threshold:
+            break
+        sums[i] += sums[j]
+        sizes[i] += sizes[j]
+        members[i], members[j] = members[i] + members[j], []
+        gone[j] = True
+        row = (sums @ sums[i]) / (sizes * sizes[i])
+        row[gone] = -np.inf
+        row[i] = -np.inf
+        similar[i, :], similar[:, i] = row, row
+        similar[j, :], similar[:, j] = -np.inf, -np.inf
+    return [sorted(group) for group in members if group]
+
+
+def _visible(items: list[Any], level: Level) -> list[Any]:
+    return [item for item in items if item.context <= level]
+
+
+class GapFinder:
+    """Builds reports from the answer log and the index; question vectors are kept for its life
+    (one digest run builds a report per reader level from the same questions)."""
+
+    def __init__(self, db: StateDB, engine: Engine, config: GapsConfig) -> None:
+        self.log = GapLog(db)
+        self.engine = engine
+        self.config = config
+        self._vectors: dict[str, np.ndarray] = {}
+
+    async def report(self, level: Level, since_ms: int, until_ms: int) -> Report:
+        unanswered: list[Unanswered] = _visible(await self.log.unanswered(since_ms, until_ms), level)[-MAX_GROUPED:]
+        downvotes: list[Downvote] = _visible(await self.log.downvotes(since_ms, until_ms), level)
+        relied_since = until_ms - RELIED_ON_DAYS * DAY_MS
+        cited: list[Cited] = _visible(await self.log.cited(min(since_ms, relied_since), until_ms), level)
+        store = self.engine.store
+        ownership = Ownership.from_meta(await asyncio.to_thread(store.meta))
+        vectors = await self._embed([u.question for u in unanswered])
+        groups = await asyncio.to_thread(group_by_meaning, vectors)
+        closest = [await self._closest([unanswered[i] for i in g], vectors[g]) for g in groups]
+        recent = [c for c in cited if c.created_ms >= since_ms and c.doc_paths]
+        relied = Counter(path for c in cited if c.created_ms >= relied_since for path in c.doc_paths)
+        paths = {*closest, *(d.doc_path for d in downvotes), *relied, *(c.doc_paths[0] for c in recent)} - {""}
+        pages = await asyncio.to_thread(self._pages, paths, level, ownership)
+        gaps = [self._gap([unanswered[i] for i in g], vectors[g], pages.get(path)) for g, path in zip(groups, closest)]
+        gaps.sort(key=lambda g: (-g.count, -g.last_ms))
+        complaints = [Complaint(d.question, d.reason, d.expected, d.voters, pages.get(d.doc_path), self._askers([d]))
+                      for d in sorted(downvotes, key=lambda d: -d.created_ms)]
+        areas: dict[str, tuple[int, int]] = {}
+        for c in recent:
+            answered, missed = areas.get(area := area_of(pages.get(c.doc_paths[0])), (0, 0))
+            areas[area] = (answered + 1, missed)
+        for gap in gaps:
+            answered, missed = areas.get(area := area_of(gap.page), (0, 0))
+            areas[area] = (answered, missed + gap.count)
+        return Report(since_ms, until_ms, level, tuple(gaps[:TOP]), tuple(complaints[:TOP]),
+                      tuple(self._overdue(pages, relied, until_ms)[:TOP]), areas)
+
+    async def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = sorted({t for t in texts if t not in self._vectors})
+        if missing:
+            fresh = await asyncio.to_thread(self.engine.embedder.embed, missing)
+            self._vectors.update(zip(missing, np.asarray(fresh, dtype=np.float32)))
+        dim = self.engine.embedder.dim
+        return np.stack([self._vectors[t] for t in texts]) if texts else np.zeros((0, dim), np.float32)
+
+    async def _closest(self, items: list[Unanswered], vectors: np.ndarray) -> str:
+        logged = Counter(item.doc_path for item in items if item.doc_path)
+        if logged:
+            return logged.most_common(1)[0][0]
+        try:
+            hits = await self.engine.store.dense(vectors.mean(axis=0), int(Level.public), 1)
+        except StoreError:  # no index to search (yet): the group has no page
+            return ""
+        return hits[0].row["doc_path"] if hits and hits[0].score >= ASSIGN_FLOOR else ""
+
+    def _gap(self, items: list[Unanswered], vectors: np.ndarray, page: Page | None) -> Gap:
+        centre = vectors.mean(axis=0)
+        example = items[int(np.argmax(vectors @ centre))].question
+        kinds = Counter(item.kind for item in items)
+        return Gap(example, len(items), dict(sorted(kinds.items())), page, max(i.created_ms for i in items),
+                   self._askers(items))
+
+    def _askers(self, items: Iterable[Unanswered | Downvote]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(item.asker for item in items if item.asker)) if self.config.name_askers else ()
+
+    def _pages(self, paths: Iterable[str], level: Level, ownership: Ownership) -> dict[str, Page]:
+        """The first chunk of each document the reader may see, as its page."""
+        first: dict[str, dict[str, Any]] = {}
+        columns = ("title", "area", "url", "access_rank", "commit_date", "ordinal")
+        for row in self.engine.store.chunk_columns(paths, *columns):
+            best = first.get(row["doc_path"])
+            if row["access_rank"] <= int(level) and (best is None or row["ordinal"] < best["ordinal"]):
+                first[row["doc_path"]] = row
+        return {path: Page(path, row["title"], row["area"] or "", (row["url"] or "").split("#")[0],
+                           tuple(ownership.owners_for(path)), row["commit_date"] or "")
+                for path, row in first.items()}
+
+    async def overdue_total(self, now_ms: int) -> int:
+        """Indexed pages overdue for review, whether answers cite them or not (a metric)."""
+        dates = await asyncio.to_thread(self.engine.store.doc_columns, "commit_date")
+        return sum(overdue_days(date or "", self.config.review_days, now_ms) is not None for (date,) in dates.values())
+
+    def _overdue(self, pages: dict[str, Page], relied: Counter[str], until_ms: int) -> list[Overdue]:
+        found = []
+        for path, citations in relied.most_common():
+            page = pages.get(path)
+            days = overdue_days(page.commit_date if page else "", self.config.review_days, until_ms)
+            if page is not None and days is not None:
+                found.append(Overdue(page, citations, days))
+        return sorted(found, key=lambda o: (-o.citations, -o.days_overdue))
+
+
+def overdue_days(commit_date: str, review_days: int, now_ms: int) -> int | None:
+    """Days past its review date a page last committed at `commit_date` is; None if not overdue
+    (or with no commit date: a folder outside git)."""
+    try:
+        committed = datetime.fromisoformat(commit_date)
+    except ValueError:
+        return None
+    if committed.tzinfo is None:
+        committed = committed.replace(tzinfo=timezone.utc)
+    late = (now_ms - committed.timestamp() * 1000) / DAY_MS - review_days
+    return int(late) if late > 0 else None

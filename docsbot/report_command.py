@@ -1,0 +1,65 @@
+"""`docsbot report` (registered into the `docsbot` command by `register`): the docs-gaps report of
+bot/gaps.py, the same the owners' weekly digest shows, for a terminal or (`--json`) a pipeline."""
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
+
+from rag import Level
+
+if TYPE_CHECKING:  # the command imports what it runs, so that registering it costs nothing
+    from bot.gaps import Report
+    from docsbot.settings import Settings
+
+DEFAULT_DAYS = 7
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="questions the docs could not answer, 👎 and pages overdue for review")
+    p.add_argument("--since", type=since_date, help=f"first day of the report, YYYY-MM-DD (default: {DEFAULT_DAYS} "
+                                                    "days ago); it runs until now")
+    p.add_argument("--level", choices=[level.name for level in Level], default="public",
+                   help="the reader's access level: questions asked above it are left out (default: public)")
+    p.add_argument("--area", help="only this docs area (front matter `area`, else the first folder)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(handler=cmd_report)
+
+
+def since_date(value: str) -> datetime:
+    try:
+        return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a date like 2025-01-31") from None
+
+
+def cmd_report(settings: Settings, args: argparse.Namespace) -> int:
+    import asyncio
+
+    now = datetime.now(timezone.utc)
+    since = args.since or now - timedelta(days=DEFAULT_DAYS)
+    report = asyncio.run(build(settings, Level.parse(args.level), since, now))
+    if args.area:
+        report = report.in_area(args.area)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        from bot.gaps_text import plain
+
+        print(plain(report))
+    return 0
+
+
+async def build(settings: Settings, level: Level, since: datetime, until: datetime) -> Report:
+    from bot.gaps import GapFinder
+    from docsbot.wiring import gaps_config, open_engine, open_state_db
+
+    engine = open_engine(settings, read_only=True)
+    db = await open_state_db(settings)
+    try:
+        finder = GapFinder(db, engine, gaps_config(settings))
+        return await finder.report(level, int(since.timestamp() * 1000), int(until.timestamp() * 1000))
+    finally:
+        await db.close()
+        await engine.aclose()
