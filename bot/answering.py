@@ -258,7 +258,10 @@ class Answerer:
         return self.stream_replies and q.thread_ts is not None
 
     async def _ask(self, q: Question, level: Level, on_text: TextSink | None) -> Answer:
-        answer = await self.engine.ask(q.text, level, q.history, on_text=on_text)
+        """The engine's answer at `level`, from the docs in the asker's language (their Slack
+        locale, cached with their level) where a page has it, else in the docs' default."""
+        language = await self.directory.user_language(q.user)
+        answer = await self.engine.ask(q.text, level, q.history, on_text=on_text, language=language)
         if answer.abstain_reason:
             log.info("abstained (%s): %s", answer.abstain_reason, answer.detail)
         return answer

@@ -114,15 +114,20 @@ def _link(url: str, label: str) -> str:
 
 
 def _where(c: Citation) -> str:
-    return _link(c.url, escape(f"{c.title} › {c.section}" if c.section else c.title))
+    """The section's name, linked to its page on the docs site, else to the commit permalink."""
+    return _link(c.page_url or c.url, escape(f"{c.title} › {c.section}" if c.section else c.title))
 
 
 def citation_line(c: Citation) -> str:
-    """`[n] <permalink|Title › Section> · v2.3 · a1b2c3d · 2026-10-01`"""
+    """`[n] <permalink|Title › Section> · v2.3 · a1b2c3d · 2026-10-01`; with a docs site the title
+    links to the rendered page and the commit to its permalink:
+    `[n] <page|Title › Section> · v2.3 · <permalink|commit a1b2c3d> · 2026-10-01`."""
     bits = [f"[{c.n}] {_where(c)}"]
     if c.version:
         bits.append(f"v{escape(c.version)}")
-    if c.commit:
+    if c.commit and c.page_url and c.url.startswith(("https://", "http://")):
+        bits.append(_link(c.url, f"commit {escape(short_commit(c.commit))}"))
+    elif c.commit:
         bits.append(f"`{escape(short_commit(c.commit))}`")
     if c.commit_date:
         bits.append(escape(c.commit_date[:10]))

@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from rag import Store
+from rag import suffixes
 from state.answers import Feedback, LoggedAnswer
 
 CAUSES = {
@@ -35,7 +36,9 @@ CAUSES = {
     "other": "Other",
 }
 _OPERATIONAL = {"provider_error", "index_unavailable"}
-_PATH_TOKEN = re.compile(r"[\w./-]+\.(?:md|txt)\b")
+# a doc path in a comment: a name with a suffix some format reads (`.md`, `.mdx`, `.rst`, ...)
+_PATH_TOKEN = re.compile(r"[\w./-]+(?:%s)\b" % "|".join(
+    re.escape(suffix) for suffix in sorted(suffixes(), key=len, reverse=True)))
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ class Directory:
     def __init__(self, client: AsyncWebClient, access: AccessFile, ttl_s: float) -> None:
         self.client = client
         self.access = access
-        self._users: TTLCache[str, tuple[Level | None]] = TTLCache(_CACHED, ttl_s)
+        self._users: TTLCache[str, tuple[Level | None, str]] = TTLCache(_CACHED, ttl_s)  # (level, locale)
         self._groups: TTLCache[str, frozenset[str]] = TTLCache(_CACHED, ttl_s)
         self._audiences: TTLCache[str, Audience] = TTLCache(_CACHED, ttl_s)
         # Bumped by every invalidation: a lookup that was running meanwhile is not cached.
@@ -84,23 +84,38 @@ class Directory:
     # -- people ---------------------------------------------------------------------------------
     async def user_level(self, user_id: str) -> Level | None:
         """The user's level; None for bots and apps (they read nothing and count for nothing)."""
+        return (await self._user(user_id))[0]
+
+    async def user_language(self, user_id: str) -> str:
+        """The primary subtag of the user's Slack locale ("ja" of "ja-JP"), "" when unknown: the
+        language a question is answered in where the docs have it (rag/retrieval.py)."""
+        locale = (await self._user(user_id))[1]
+        return locale.replace("_", "-").split("-", 1)[0].lower()
+
+    async def _user(self, user_id: str) -> tuple[Level | None, str]:
+        """(level, locale) of the user, looked up once per TTL by one users.info call."""
         self._follow_policy()
         cached = self._users.get(user_id)
         if cached is None:
-            cached = (await self._resolve_user(user_id),)
+            cached = await self._resolve_user(user_id)
             self._users[user_id] = cached
-        return cached[0]
+        return cached
 
     async def _bounded_user_level(self, user_id: str) -> Level | None:
         async with self._lookups:
             return await self.user_level(user_id)
 
-    async def _resolve_user(self, user_id: str) -> Level | None:
+    async def _resolve_user(self, user_id: str) -> tuple[Level | None, str]:
         try:
-            user: dict[str, Any] = (await self.client.users_info(user=user_id))["user"]
+            user: dict[str, Any] = (await self.client.users_info(user=user_id, include_locale=True))["user"]
         except _LOOKUP_ERRORS as exc:
             log.warning("users.info %s failed (%s): treating the user as public", user_id, _error(exc))
-            return Level.public
+            return Level.public, ""
+        locale = user.get("locale")
+        return await self._level(user_id, user), locale if isinstance(locale, str) else ""
+
+    async def _level(self, user_id: str, user: dict[str, Any]) -> Level | None:
+        """The level of a user users.info described: the access file's, a guest's `public`."""
         if user.get("is_bot") or user.get("is_app_user") or user_id == "USLACKBOT":
             return None
         if user.get("deleted") or user.get("is_restricted") or user.get("is_ultra_restricted"):
@@ -112,6 +127,10 @@ class Directory:
         if (by_domain := self.policy.domain_level(email)) is not None:
             granted.append(by_domain)
         return max(granted, default=self.policy.member_default)
+
+    async def group_members(self, group_id: str) -> frozenset[str]:
+        """The members of a Slack user group (none when the lookup fails), cached like levels."""
+        return await self._group(group_id)
 
     async def _group(self, group_id: str) -> frozenset[str]:
         members = self._groups.get(group_id)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from bot.cli import register as register_bot
 from docsbot.doctor import register as register_doctor
 from docsbot.errors import UserError
+from docsbot.report_command import register as register_report
 from docsbot.sync_commands import register as register_sync
 from rag import Level
 from sync.report import short_commit
@@ -58,7 +59,11 @@ def render_answer(answer_json: dict) -> str:
             bits.append(short_commit(c["commit"]))
         if c["commit_date"]:
             bits.append(c["commit_date"][:10])
-        if c["url"]:
+        if c.get("page_url"):  # the page on the docs site, then the commit's permalink
+            bits.append(c["page_url"])
+            if c["url"]:
+                bits.append(f"commit {c['url']}")
+        elif c["url"]:
             bits.append(c["url"])
         lines.append("  " + " · ".join(bits))
     return "\n".join(lines)
@@ -223,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_migrate)
     register_bot(sub)
     register_sync(sub)
+    register_report(sub)
     register_doctor(sub)
     return parser
 

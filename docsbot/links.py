@@ -2,10 +2,12 @@
 
 DOCSBOT_REPO_WEB, else derived from DOCSBOT_REPO when it is a GitHub, GitLab or Bitbucket URL.
 Used where the configuration is built (docsbot/wiring.py) and by `doctor` (docsbot/readiness.py).
+With DOCSBOT_SITE_URL, also the published site's pages (`site_of`).
 """
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -40,3 +42,31 @@ def links_of(settings: Settings) -> tuple[str, str]:
         return settings.repo_web, settings.link_pattern
     template = settings.link_template if "link_template" in settings.model_fields_set else derived[1]
     return derived[0], LINK_PRESETS.get(template, template)
+
+
+def site_of(settings: Settings) -> tuple[str, str, str]:
+    """(site URL, layout, docs root) for links to the published site: DOCSBOT_SITE_URL and
+    DOCSBOT_SITE_LAYOUT, and the folder the indexer reads the docs from, where `auto` looks for
+    the generator's configuration and routing front matter is read (`docsbot index --docs DIR`
+    with another DIR than DOCSBOT_DOCS_DIR: name the layout). No site URL: no root."""
+    if not settings.site_url:
+        return "", settings.site_layout, ""
+    return settings.site_url, settings.site_layout, _docs_root(settings)
+
+
+def _docs_root(settings: Settings) -> str:
+    """DOCSBOT_DOCS_DIR without a repository; a repository's docs folder as the sync checks it out
+    (sync/workcopy.py: `<work dir>/repo`, the work dir defaulting to `<data dir>/sync`), or the
+    folder itself when DOCSBOT_REPO is a local folder outside git; "" when that cannot be known."""
+    if settings.repo is None:
+        return settings.docs_dir
+    repo, subdir = settings.repo.get_secret_value().strip(), settings.repo_subdir.strip("/")
+    if "://" not in repo and Path(repo).expanduser().is_dir() and not (Path(repo).expanduser() / ".git").exists():
+        return str(Path(repo).expanduser())
+    if settings.work_dir:
+        copy = Path(settings.work_dir) / "repo"
+    elif "://" not in settings.data_dir:
+        copy = Path(settings.data_dir) / "sync" / "repo"
+    else:
+        return ""
+    return str(copy / subdir if subdir else copy)

@@ -5,13 +5,16 @@ Variables are `DOCSBOT_*` plus the standard `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
 """
 from __future__ import annotations
 
+import re
 import string
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag import Level, check_pattern
+from rag import default_include
 
 LINK_PRESETS = {
     "github": "{repo_web}/blob/{commit}/{path}#{anchor}",
@@ -20,6 +23,7 @@ LINK_PRESETS = {
 
 
 LINK_PLACEHOLDERS = {"repo_web", "commit", "path", "anchor"}
+_LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")  # BCP 47's shape: language, then subtags
 # Allowed range of every numeric setting (inclusive). Out of range is one error line naming the
 # variable, instead of a hang (chunk size 0), an OverflowError (a port over 65535) or a silently
 # meaningless value (a similarity of 7). The upper bounds are far above any sensible value.
@@ -71,6 +75,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "followup_rewrite_timeout_s": (0.001, 300),
     "rerank_timeout_s": (0.001, 300),
     "rerank_top_n": (1, 10_000),
+    "review_days": (1, 36_500),
 }
 
 
@@ -95,9 +100,12 @@ class Settings(BaseSettings):
     default_level: Level = Level.restricted
     # Path rules, JSON: {"glob": "level"}, first match wins, e.g. {"public/**": "public"}.
     path_levels: dict[str, Level] = Field(default_factory=dict)
-    include: list[str] = Field(default_factory=lambda: ["**/*.md", "**/*.txt"])
+    include: list[str] = Field(default_factory=lambda: list(default_include()))  # every format's suffix
     exclude: list[str] = Field(default_factory=list)
     max_file_bytes: int = 1_000_000
+    # The language the docs without a language marker (`page.ja.md`, `i18n/ja/...`) are written in,
+    # e.g. `en`; empty: the docs' default language is the most common one, the unmarked counted as it.
+    docs_language: str = ""
 
     chunk_size: int = 1000
     chunk_overlap: int = 150
@@ -164,6 +172,12 @@ class Settings(BaseSettings):
     link_template: str = "github"
     # Path of the docs folder inside the repository, prefixed to doc paths in links.
     repo_subdir: str = ""
+    # The published docs site: citations link to its pages (rag/site.py), the commit one click
+    # away. Empty: commit permalinks only. The layout names the generator (auto: recognised from
+    # the docs folder's mkdocs.yml, docusaurus.config.*, conf.py, antora.yml, Hugo or Nextra config).
+    site_url: str = ""
+    site_layout: Literal["auto", "mkdocs", "docusaurus", "nextra", "sphinx", "sphinx-dirhtml", "antora",
+                         "antora-indexify", "hugo"] = "auto"
 
     @field_validator("default_level", mode="before")
     @classmethod
@@ -199,11 +213,30 @@ class Settings(BaseSettings):
             check_pattern(pattern)
         return value
 
+    @field_validator("docs_language", mode="after")
+    @classmethod
+    def _docs_language(cls, value: str) -> str:
+        """A BCP-47 language tag (`en`, `pt-BR`), written the canonical way, or empty."""
+        tag = value.strip().replace("_", "-")
+        if tag and not _LANGUAGE_TAG.fullmatch(tag):
+            raise ValueError(f"must be a language tag like en or pt-BR, got {value!r}")
+        parts = tag.split("-") if tag else []
+        return "-".join([p.lower() for p in parts[:1]] + [p.title() if len(p) == 4 else p.upper() for p in parts[1:]])
+
     @field_validator("repo_subdir", mode="after")
     @classmethod
     def _subdir(cls, value: str) -> str:
         check_pattern(value.strip("/"))
         return value
+
+    @field_validator("site_url", mode="after")
+    @classmethod
+    def _site_url(cls, value: str) -> str:
+        parts = urlsplit(value.strip())
+        web = parts.scheme in ("http", "https") and parts.netloc and not (parts.query or parts.fragment)
+        if value.strip() and not web:
+            raise ValueError(f"must be the site's http(s) address, like https://docs.example.com/, got {value!r}")
+        return value.strip()
 
     @field_validator("link_template", mode="after")
     @classmethod
@@ -315,6 +348,22 @@ class Settings(BaseSettings):
     # deleted by the bot's hourly retention, except a 👎 nobody has reviewed yet (kept until it is
     # promoted or rejected). 0 keeps everything.
     answer_log_days: int = 90
+
+    # -- Docs gaps and owners (state/gaps.py, bot/gaps.py, bot/digest.py) ------------------------------
+    # When each docs owner gets their weekly DM of the questions the docs could not answer, the 👎
+    # and their pages overdue for review: a 5-field cron expression in UTC (Slack's API has no
+    # workspace time zone); empty: no digest. Name the askers in it (off: questions only).
+    digest_cron: str = "0 9 * * MON"
+    digest_name_askers: bool = False
+    # A page is overdue for review this many days after its last commit.
+    review_days: int = 365
+
+    @field_validator("digest_cron", mode="after")
+    @classmethod
+    def _digest_cron(cls, value: str) -> str:
+        if value.strip() and len(value.split()) != 5:
+            raise ValueError(f"needs 5 fields (minute hour day month weekday) or nothing, got {value!r}")
+        return value.strip()
 
     # -- Operating it: logs, metrics, restarts (docsbot/observability/, bot/serve.py) --------------
     # Log lines as readable text (default) or one JSON object per line, at this level. Unset: INFO

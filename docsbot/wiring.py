@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 from pydantic import SecretStr
 
 from docsbot.errors import UserError
-from docsbot.links import links_of
+from docsbot.links import links_of, site_of
 from docsbot.settings import Settings
 from rag import (
     AnswerConfig, ChunkingConfig, DocsConfig, EmbeddingConfig, IndexConfig, LinkConfig, LLMConfig, RagConfig,
     RerankConfig, RetrievalConfig,
 )
-from state.config import StateConfig
+from state.config import GapsConfig, StateConfig
 from sync.config import LeaseConfig, SyncConfig
 
 if TYPE_CHECKING:
@@ -50,9 +50,10 @@ def retrieval_config(s: Settings) -> RetrievalConfig:
 
 def rag_config(s: Settings) -> RagConfig:
     return RagConfig(
-        docs=DocsConfig(tuple(s.include), tuple(s.exclude), s.max_file_bytes, dict(s.path_levels), s.default_level),
+        docs=DocsConfig(tuple(s.include), tuple(s.exclude), s.max_file_bytes, dict(s.path_levels), s.default_level,
+                        s.docs_language),
         chunking=ChunkingConfig(s.chunk_size, s.chunk_overlap),
-        links=LinkConfig(*links_of(s), s.repo_subdir),
+        links=LinkConfig(*links_of(s), s.repo_subdir, *site_of(s)),
         index=IndexConfig(s.data_dir, s.work_dir, s.index_refresh_s, s.ann_min_rows),
         embedding=EmbeddingConfig(s.embedding_provider, s.embedding_model, s.embedding_dim, s.embedding_threads,
                                   s.embedding_batch),
@@ -84,6 +85,10 @@ def database_url(s: Settings) -> str:
 def state_config(s: Settings) -> StateConfig:
     """The state store, importing the old LanceDB answer log beside the index the first time."""
     return StateConfig(database_url(s), legacy_index=s.data_dir)
+
+
+def gaps_config(s: Settings) -> GapsConfig:
+    return GapsConfig(s.digest_cron, s.digest_name_askers, s.review_days)
 
 
 def lease_config(s: Settings) -> LeaseConfig:

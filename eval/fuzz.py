@@ -69,7 +69,7 @@ def check_document(case: tuple[bytes, tuple[int, int]]) -> str:
     # Every non-blank character of every section, in order, is in the section's chunks (overlap
     # repeats some, which a subsequence allows).
     for section in sections(doc):
-        wanted = _SPACE.sub("", "\n".join(section.lines))
+        wanted = _SPACE.sub("", "\n".join(block.text for block in section.blocks))
         got = _SPACE.sub("", "".join(c.text for c in chunks if c.anchor == section.anchor
                                      and c.section == " › ".join(section.headings)))
         assert _subsequence(wanted, got), f"section {section.anchor!r} lost text: {wanted[:200]!r}"

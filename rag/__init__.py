@@ -29,6 +29,10 @@ _EXPORTS: dict[str, str] = {
                      "in_scope", "inside", "load_folder", "matches", "not_utf8", "parse_document", "read_document",
                      "shorten", "shown_path", "too_long"), "rag.documents"),
     **dict.fromkeys(("chunk_document", "sections"), "rag.chunking"),
+    # document formats: which suffixes are read, and by which parser
+    **dict.fromkeys(("default_include", "format_for", "suffixes"), "rag.formats"),
+    **dict.fromkeys(("CodeOwners", "Ownership", "find_codeowners", "front_matter_of", "parse_codeowners",
+                     "split_owners"), "rag.owners"),
     **dict.fromkeys(("IndexStats", "Provenance", "apply_documents", "chunking_signature"), "rag.indexer"),
     "rebuild_index": "rag.rebuild",
     **dict.fromkeys(("async_openai_client", "openai_client"), "rag.llm_clients"),
@@ -71,6 +75,7 @@ if TYPE_CHECKING:
         HIDDEN, NOT_UTF8_NAME, AccessRules, Document, DocumentError, check_pattern, in_scope, inside, load_folder,
         matches, not_utf8, parse_document, read_document, shorten, shown_path, too_long,
     )
+    from rag.formats import default_include, format_for, suffixes
     from rag.embeddings import Embedder, EmbeddingError, LocalMiniLM, bulk_threads, length_batches, make_embedder
     from rag.engine import Engine, History
     from rag.events import LLM_ERROR_KINDS, RagEvents
@@ -79,6 +84,7 @@ if TYPE_CHECKING:
     from rag.generation import Generator, OpenAIChat, ProviderError, TextSink, make_generator
     from rag.indexer import IndexStats, Provenance, apply_documents, chunking_signature
     from rag.levels import Level
+    from rag.owners import CodeOwners, Ownership, find_codeowners, front_matter_of, parse_codeowners, split_owners
     from rag.llm_clients import async_openai_client, openai_client
     from rag.progress import recording_to
     from rag.prompt import PROMPT_VERSION

@@ -33,6 +33,9 @@ class Citation:
     score: float
     anchor: str = ""
     access: str = ""
+    # The section on the published docs site (DOCSBOT_SITE_URL); "" when there is none, and
+    # `url` (the commit permalink) is then the only link.
+    page_url: str = ""
 
 
 @dataclass

@@ -1,9 +1,10 @@
-"""Markdown-aware chunking.
+"""Chunking over the document model: a document's sections (rag/formats/model.py), their typed
+blocks packed into chunks of about `size` characters.
 
-A document is split at headings into sections; each section into blocks (paragraphs, lists,
-fenced code, tables), and blocks are packed into chunks of about `size` characters. Code blocks
-and tables stay whole when they fit in `2 * size`; longer ones are cut at line boundaries. A new
-chunk inside the same section starts with up to `overlap` characters of the previous prose.
+Code blocks and tables stay whole when they fit in `2 * size`, other blocks when they fit in
+`size`; longer blocks are cut at list items (a list is one block), then at lines. A new chunk
+inside the same section starts with up to `overlap` characters of the previous prose (a list and
+an admonition are prose here), unless that tail holds a piece of a code fence.
 
 Chunk ids depend only on the document path, the section anchor and the chunk's position inside
 its section, so they are stable across rebuilds and across edits to other sections. The text that
@@ -17,10 +18,13 @@ import re
 from dataclasses import dataclass
 
 from rag.documents import Document
+from rag.formats import Block, Section
+from rag.formats.anchors import slugify as slugify  # the Markdown anchor, importable from here as before
 
 HEADING_SEP = " › "
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_WHOLE = ("code", "table")  # kept whole up to 2 * size, never an overlap's source or target
+_ITEM_START = re.compile(r"\n(?=- |\d+\. )")  # a top-level item of a list block (rag/formats/markdown.py)
+_FENCE = re.compile(r"^[ \t]*(?:`{3}|~{3})", re.M)
 
 
 @dataclass(frozen=True)
@@ -29,8 +33,8 @@ class Chunk:
     doc_path: str
     ordinal: int  # position in the document
     section: str  # heading path below the title ("" for the preamble)
-    anchor: str  # GitHub-style anchor of the section heading ("" for the preamble)
-    text: str  # the Markdown of the chunk
+    anchor: str  # the section heading's anchor on the rendered page ("" for the preamble)
+    text: str  # the normalised Markdown of the chunk
     heading_path: str  # title (unless it is only an identifier) › headings: the chunk's context
 
     @functools.cached_property
@@ -44,99 +48,19 @@ class Chunk:
         return hashlib.sha256(self.embed_text.encode()).hexdigest()
 
 
-@dataclass
-class _Section:
-    headings: list[str]
-    anchor: str
-    lines: list[str]
+def sections(doc: Document) -> tuple[Section, ...]:
+    """The sections chunks are made of: the document's, as its format's parser made them."""
+    return doc.sections
 
 
-def slugify(heading: str) -> str:
-    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"[`*_~\[\]()]", "", heading).strip().lower()
-    text = re.sub(r"[^\w\- ]", "", text)
-    return text.replace(" ", "-")
-
-
-def sections(doc: Document) -> list[_Section]:
-    sections = [_Section([], "", [])]
-    stack: list[tuple[int, str]] = []
-    seen: dict[str, int] = {"": 1}  # the preamble has the anchor "": a heading with no slug gets "-1"
-    fence = ""
-    for line in doc.body.split("\n"):
-        fence_match = _FENCE.match(line)
-        if fence_match:
-            marker = fence_match.group(1)
-            if not fence:
-                fence = marker[0] * len(marker)
-            elif marker.startswith(fence):
-                fence = ""
-        heading = None if fence or fence_match else _HEADING.match(line)
-        if not heading:
-            sections[-1].lines.append(line)
-            continue
-        depth, name = len(heading.group(1)), heading.group(2).strip()
-        base = slugify(name)
-        count = seen.get(base, 0)
-        seen[base] = count + 1
-        anchor = base if count == 0 else f"{base}-{count}"
-        while stack and stack[-1][0] >= depth:
-            stack.pop()
-        stack.append((depth, name))
-        names = [n for d, n in stack if not (d == 1 and n.strip().lower() == doc.title.lower())]
-        sections.append(_Section(names, anchor, []))
-    return sections
-
-
-def _blocks(lines: list[str]) -> list[tuple[str, str]]:
-    """(kind, text) blocks: kind is 'code', 'table' or 'prose'."""
-    blocks: list[tuple[str, str]] = []
-    current: list[str] = []
-    kind = "prose"
-    fence = ""
-
-    def flush() -> None:
-        nonlocal current, kind
-        text = "\n".join(current).strip("\n")
-        if text.strip():
-            blocks.append((kind, text))
-        current, kind = [], "prose"
-
-    for line in lines:
-        fence_match = _FENCE.match(line)
-        if fence:
-            current.append(line)
-            if fence_match and fence_match.group(1).startswith(fence):
-                fence = ""
-                flush()
-            continue
-        if fence_match:
-            flush()
-            fence = fence_match.group(1)[0] * len(fence_match.group(1))
-            kind = "code"
-            current.append(line)
-            continue
-        is_table = line.lstrip().startswith("|")
-        if is_table and kind != "table":
-            flush()
-            kind = "table"
-        elif not is_table and kind == "table":
-            flush()
-        if not line.strip():
-            if kind == "prose":
-                flush()
-            elif kind == "table":
-                flush()
-            continue
-        current.append(line)
-    flush()
-    return blocks
-
-
-def _split_long(text: str, size: int) -> list[str]:
-    """Cut an oversized block at line, then sentence, then word boundaries."""
+def _split_long(text: str, size: int, kind: str = "prose") -> list[str]:
+    """Cut an oversized block at line, then sentence, then word boundaries; a list first at its
+    items (an item with what is indented under it, code included, stays whole if it fits)."""
     pieces: list[str] = []
-    for unit in _units(text, size):
+    items = _ITEM_START.split(text) if kind == "list" else []
+    units = [unit for item in items for unit in ([item] if len(item) <= size else _units(item, size))] if items \
+        else _units(text, size)
+    for unit in units:
         if pieces and len(pieces[-1]) + 1 + len(unit) <= size:
             pieces[-1] += ("\n" if "\n" in text else " ") + unit
         else:
@@ -180,25 +104,9 @@ def context_title(title: str) -> str:
 def chunk_document(doc: Document, size: int, overlap: int) -> list[Chunk]:
     chunks: list[Chunk] = []
     for section in sections(doc):
-        pieces: list[str] = []
-        current = ""
-        last_kind = "prose"
-        for kind, text in _blocks(section.lines):
-            limit = 2 * size if kind in ("code", "table") else size
-            parts = [text] if len(text) <= limit else _split_long(text, size)
-            for part in parts:
-                if current and len(current) + 2 + len(part) > size:
-                    pieces.append(current)
-                    carry = _overlap_tail(current, overlap) if last_kind == "prose" and kind == "prose" else ""
-                    current = f"{carry}\n\n{part}" if carry else part
-                else:
-                    current = f"{current}\n\n{part}" if current else part
-                last_kind = kind
-        if current:
-            pieces.append(current)
         heading_path = HEADING_SEP.join(part for part in (context_title(doc.title), *section.headings) if part)
         section_name = HEADING_SEP.join(section.headings)
-        for i, text in enumerate(pieces):
+        for i, text in enumerate(_pack(section.blocks, size, overlap)):
             chunk_id = hashlib.sha1(f"{doc.path}\x00{section.anchor}\x00{i}".encode()).hexdigest()[:20]
             chunks.append(
                 Chunk(
@@ -212,3 +120,27 @@ def chunk_document(doc: Document, size: int, overlap: int) -> list[Chunk]:
                 )
             )
     return chunks
+
+
+def _pack(blocks: tuple[Block, ...], size: int, overlap: int) -> list[str]:
+    """A section's blocks as chunk texts of about `size` characters."""
+    pieces: list[str] = []
+    current = ""
+    last_kind = "prose"
+    for block in blocks:
+        whole = block.kind in _WHOLE
+        limit = 2 * size if whole else size
+        parts = [block.text] if len(block.text) <= limit else _split_long(block.text, size, block.kind)
+        for part in parts:
+            if current and len(current) + 2 + len(part) > size:
+                pieces.append(current)
+                carry = _overlap_tail(current, overlap) if last_kind not in _WHOLE and not whole else ""
+                if _FENCE.search(carry):  # a piece of a code block's end would open or close a fence
+                    carry = ""
+                current = f"{carry}\n\n{part}" if carry else part
+            else:
+                current = f"{current}\n\n{part}" if current else part
+            last_kind = block.kind
+    if current:
+        pieces.append(current)
+    return pieces

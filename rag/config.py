@@ -24,6 +24,9 @@ class DocsConfig:
     # Path rules, first match wins ({"public/**": Level.public}); else `default_level`.
     path_levels: dict[str, Level]
     default_level: Level
+    # The language documents without a language marker are written in (rag/formats/language.py),
+    # e.g. "en"; empty: unnamed, and the docs' default language is the most common one indexed.
+    language: str = ""
 
     def access_rules(self) -> AccessRules:
         return AccessRules(dict(self.path_levels), self.default_level)
@@ -37,11 +40,19 @@ class ChunkingConfig:
 
 @dataclass(frozen=True)
 class LinkConfig:
-    """Citation links: `pattern` has {repo_web} {commit} {path} {anchor}; empty `repo_web`: none."""
+    """Citation links: `pattern` has {repo_web} {commit} {path} {anchor}; empty `repo_web`: none.
+
+    With a `site_url` each chunk also gets its page on the published docs site (rag/site.py):
+    `site_layout` names the generator, or `auto` to recognise it at index time from `site_root`,
+    the docs folder as the indexer reads it (its configuration files and its routing front
+    matter are read there); empty `site_url`: no page links."""
 
     repo_web: str
     pattern: str
     repo_subdir: str
+    site_url: str = ""
+    site_layout: str = "auto"
+    site_root: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,11 @@
-"""Reading Markdown documents: strict front matter, access level, and per-file checks.
+"""Reading documents: strict front matter, access level, per-file checks, then the format's parser.
 
 A file that cannot be read cleanly (binary, oversized, not UTF-8, broken front matter, a Git LFS
-pointer, a name too long for the file system, not a regular file) raises `DocumentError` with the
-reason; callers skip it and report path and reason, so nothing half-parsed is ever indexed.
+pointer, a name too long for the file system, not a regular file, a parser that fails on it)
+raises `DocumentError` with the reason; callers skip it and report path and reason, so nothing
+half-parsed is ever indexed. The parser is the registry's for the file's suffix
+(rag/formats/registry.py); it reads includes only through the `read` it is given, which resolves
+inside the docs root.
 """
 from __future__ import annotations
 
@@ -12,16 +15,18 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
 
+from rag.formats import Section, Source, format_for, markdown_of
+from rag.formats.language import language_folders, variant
+from rag.formats.model import ReadFile
 from rag.levels import Level
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)^(?:---|\.\.\.)[ \t]*$\n?", re.S | re.M)
-_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
 _TEXT_FIELDS = ("title", "version", "area", "owner")
 _SCALARS = (str, int, float, datetime.date)  # what a text field may be written as (`version: 2.3`)
 _LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
@@ -64,8 +69,15 @@ class Document:
     access: Level
     area: str
     owner: str
-    body: str  # Markdown without the front matter, LF line endings
-    content_hash: str  # sha256 of the normalised file text
+    body: str  # the sections as normalised Markdown (markdown_of), for readers of the whole text
+    content_hash: str  # sha256 of the normalised file text (and of the texts it includes)
+    sections: tuple[Section, ...]  # what chunking reads; heading paths below the title
+    includes: tuple[str, ...]  # docs-root-relative paths the parser pulled in
+    format: str  # the registry's name of the parser: "markdown", "mdx", "text", ...
+    # The language its path marks (`page.ja.md`, `i18n/ja/...`: rag/formats/language.py), "" for
+    # the docs' default language, and the page it is a variant of (its path without the marker).
+    language: str
+    page: str
 
 
 @dataclass(frozen=True)
@@ -161,7 +173,11 @@ def _kind(value: object) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
-def parse_document(path: str, raw: bytes, rules: AccessRules, max_bytes: int) -> Document:
+def parse_document(path: str, raw: bytes, rules: AccessRules, max_bytes: int, read: ReadFile | None = None,
+                   folders: Collection[str] = ()) -> Document:
+    """`read`: another file of the docs tree for an include, by docs-root-relative path (None:
+    includes are left out, as without a docs root). `folders`: the tree's folders that mark a
+    language (rag.formats.language.language_folders; none without a docs root)."""
     if raw.startswith(_LFS_POINTER):
         raise DocumentError("a Git LFS pointer, not the document: the sync does not fetch Git LFS content")
     text = decode_text(raw, max_bytes)
@@ -183,7 +199,24 @@ def parse_document(path: str, raw: bytes, rules: AccessRules, max_bytes: int) ->
             raise DocumentError(f"front matter {exc}") from None
     else:
         access = rules.level_for(path)
-    title = fields.get("title") or _first_h1(body) or Path(path).stem.replace("-", " ").replace("_", " ")
+    included: list[str] = []  # the texts the parser read, in order: part of the content hash
+
+    def recorded(rel: str) -> str | None:
+        found = read(rel) if read else None
+        if found is not None:
+            included.append(found)
+        return found
+
+    fmt = format_for(path)
+    try:
+        parsed = fmt.parse(Source(path, body, meta, recorded))
+    except Exception as exc:  # whatever a parser fails with skips this file, never the sync
+        raise DocumentError(f"cannot be parsed as {fmt.name} ({type(exc).__name__})") from None
+    label = meta.get("sidebar_label")
+    title = (fields.get("title") or (label.strip() if isinstance(label, str) else "") or parsed.title.strip()
+             or Path(path).stem.replace("-", " ").replace("_", " "))
+    sections = _below_title(parsed.sections, title)
+    marked = variant(path, folders)
     return Document(
         path=path,
         title=title,
@@ -191,14 +224,22 @@ def parse_document(path: str, raw: bytes, rules: AccessRules, max_bytes: int) ->
         access=access,
         area=fields.get("area", ""),
         owner=fields.get("owner", ""),
-        body=body,
-        content_hash=hashlib.sha256(text.encode()).hexdigest(),
+        body=markdown_of(sections),
+        content_hash=hashlib.sha256("\x00".join([text, *included]).encode()).hexdigest(),
+        sections=sections,
+        includes=parsed.includes,
+        format=fmt.name,
+        language=marked.language,
+        page=marked.page,
     )
 
 
-def _first_h1(body: str) -> str:
-    match = _H1.search(body)
-    return match.group(1).strip() if match else ""
+def _below_title(sections: tuple[Section, ...], title: str) -> tuple[Section, ...]:
+    """The sections without the title in their heading paths: a page's first heading that repeats
+    its title (`# Rollback Runbook` under `title: Rollback Runbook`) is the title, not a part."""
+    folded = title.lower()
+    return tuple(replace(s, headings=s.headings[1:]) if s.headings and s.headings[0].strip().lower() == folded else s
+                 for s in sections)
 
 
 SYMLINK = "symlink"
@@ -297,8 +338,10 @@ def in_scope(rel: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
 
 
 def matches(rel: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
-    """An include glob matches and no exclude glob does (hidden parts not considered)."""
-    return any(glob_match(rel, p) for p in include) and not any(glob_match(rel, p) for p in exclude)
+    """An include glob matches, no exclude glob does, and the file is a page of its format (not an
+    Antora partial, say); hidden parts not considered."""
+    return (any(glob_match(rel, p) for p in include) and not any(glob_match(rel, p) for p in exclude)
+            and format_for(rel).is_page(rel))
 
 
 def inside(root: Path, rel: str) -> Path:
@@ -322,9 +365,17 @@ def inside(root: Path, rel: str) -> Path:
     return path
 
 
-def read_document(root: Path, rel: str, rules: AccessRules, max_bytes: int) -> Document:
+def read_document(root: Path, rel: str, rules: AccessRules, max_bytes: int,
+                  folders: Collection[str] | None = None) -> Document:
     """One file under root as a Document, or DocumentError (a huge file is never loaded, a
-    symbolic link is never followed, a FIFO does not block the open)."""
+    symbolic link is never followed, a FIFO does not block the open). Its includes are read
+    with the same checks. `folders`: root's language folders, when the caller has listed them."""
+    return parse_document(rel, _read_file(root, rel, max_bytes), rules, max_bytes,
+                          read=lambda other: _read_include(root, other, max_bytes),
+                          folders=language_folders(root) if folders is None else folders)
+
+
+def _read_file(root: Path, rel: str, max_bytes: int) -> bytes:
     path = inside(root, rel)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -337,10 +388,17 @@ def read_document(root: Path, rel: str, rules: AccessRules, max_bytes: int) -> D
         if info.st_size > max_bytes:
             raise DocumentError(f"file too large ({info.st_size:,} bytes; limit {max_bytes:,})")
         try:
-            raw = file.read(max_bytes + 1)
+            return file.read(max_bytes + 1)
         except OSError as exc:
             raise DocumentError(f"unreadable: {exc.strerror}") from None
-    return parse_document(rel, raw, rules, max_bytes)
+
+
+def _read_include(root: Path, rel: str, max_bytes: int) -> str | None:
+    """The text of a file an include names, read like a document, or None."""
+    try:
+        return decode_text(_read_file(root, rel, max_bytes), max_bytes)
+    except DocumentError:
+        return None
 
 
 def load_folder(
@@ -349,9 +407,10 @@ def load_folder(
     """All documents under root, and the (path, reason) of each file skipped."""
     docs: list[Document] = []
     files, skipped = scan_folder(root, include, exclude)
+    folders = language_folders(root)
     for rel in files:
         try:
-            docs.append(read_document(root, rel, rules, max_bytes))
+            docs.append(read_document(root, rel, rules, max_bytes, folders))
         except DocumentError as exc:
             skipped.append((rel, str(exc)))
     return docs, skipped

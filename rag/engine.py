@@ -25,13 +25,15 @@ from rag.followup import Rewriter, search_query
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
 from rag.levels import Level
+from rag.owners import Ownership, front_matter_of
 from rag.store.mirror import open_index
-from rag.prompt import select_sources
+from rag.prompt import Source, select_sources
 from rag.rerank import Reranker, make_reranker
-from rag.retrieval import Candidate, Mode, Retrieval, retrieve
+from rag.retrieval import Candidate, Languages, Mode, Retrieval, languages_for, retrieve
 from rag.store import Store, StoreError
 
 History = Sequence[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
+_Chosen = tuple[Source, Candidate]  # a source the answer is written from, and the chunk it is
 _TRACER = trace.get_tracer(__name__)
 
 
@@ -74,14 +76,18 @@ class Engine:
         docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes)
         stats = apply_documents(self.store, self.embedder, self.config, docs, provenance or {}, full=True)
         stats.skipped = skipped
-        self.store.set_meta(docs_root=str(root.resolve()))
+        # The folder is the repository here: its CODEOWNERS, if any, is read from it (rag/owners.py).
+        owners = Ownership(front_matter_of(docs)).with_repository(root)
+        self.store.set_meta(docs_root=str(root.resolve()), ownership=owners.to_meta())
         return stats
 
     # -- answering --------------------------------------------------------------------------
     async def search(
-        self, question: str, level: Level, history: History = (), mode: Mode = "hybrid"
+        self, question: str, level: Level, history: History = (), mode: Mode = "hybrid", language: str = ""
     ) -> tuple[Retrieval, np.ndarray, dict[str, float]]:
-        """Retrieval only (used by ask and the eval): the retrieval, the query vector, timings."""
+        """Retrieval only (used by ask and the eval): the retrieval, the query vector, timings.
+        `language`: the asker's ("ja"; "" unknown): on docs in several languages each page is
+        taken in it where the page has it, else in the docs' default language (rag/retrieval.py)."""
         timings: dict[str, float] = {}
         started = time.perf_counter()
         query_text = await self.search_query(question, history)
@@ -91,12 +97,19 @@ class Engine:
             vector = (await asyncio.to_thread(self.embedder.embed, [query_text]))[0]  # CPU-bound
         timings["embed_ms"] = _ms(started)
         started = time.perf_counter()
-        result = await retrieve(self.store, vector, query_text, int(level), self.config.retrieval, mode, self.reranker)
+        languages = await self.languages(language)
+        result = await retrieve(self.store, vector, query_text, int(level), self.config.retrieval, mode, self.reranker,
+                                languages)
         result.query = query_text
         timings["retrieve_ms"] = _ms(started)
         if result.rerank:
             timings["rerank_ms"] = result.rerank_ms
         return result, vector, timings
+
+    async def languages(self, asker: str) -> Languages | None:
+        """How a question in `asker`'s language picks among a page's variants; None when the index
+        is in one language (its documents counted once per index version, rag/store/tables.py)."""
+        return languages_for(asker, self.config.docs.language, await self.store.languages())
 
     async def search_query(self, question: str, history: History = ()) -> str:
         """What is searched for this question in its thread (see rag/followup.py)."""
@@ -133,8 +146,10 @@ class Engine:
                 rest.append(Candidate(row, vector, float(vector @ query), 0.0))
         return rest
 
-    async def ask(self, question: str, level: Level, history: History = (), on_text: TextSink | None = None) -> Answer:
-        """Answer at `level`. Never raises for a bad index or provider: those become abstentions.
+    async def ask(self, question: str, level: Level, history: History = (), on_text: TextSink | None = None,
+                  language: str = "") -> Answer:
+        """Answer at `level`, from the docs in the asker's `language` where a page has it (see
+        `search`). Never raises for a bad index or provider: those become abstentions.
 
         `on_text` gets the generated text as it streams, through a StreamGate: from the first
         citation that names a given source, with links the sources do not contain removed (the
@@ -142,13 +157,27 @@ class Engine:
         URL its sources do not contain."""
         turns = list(history)
         total = time.perf_counter()
-        diag = Diagnostics()
-        answer = Answer(question, "", False, None, [], diag, level.name, model=self.generator.name)
+        answer = Answer(question, "", False, None, [], Diagnostics(), level.name, model=self.generator.name)
+        found = await self._retrieve_and_gate(answer, level, turns, total, language)
+        if isinstance(found, Answer):
+            return found
+        chosen = await self._select(answer, found, level)
+        if not chosen:
+            return _abstain(answer, "no_match", "every match was dropped as an injection attempt", total)
+        return await self._generate_and_check(answer, chosen, turns, on_text, total)
+
+    async def _retrieve_and_gate(
+        self, answer: Answer, level: Level, turns: list[tuple[str, str]], total: float, language: str = ""
+    ) -> tuple[Retrieval, np.ndarray] | Answer:
+        """The retrieval and query vector of a question the gate lets through, else its abstention
+        (index unavailable, better matches above the reader's level, nothing close, or below the
+        answerability threshold, with the near miss)."""
+        diag = answer.diagnostics
         try:
             # A read of the meta table: off the event loop, like the query embedding.
             meta = await asyncio.to_thread(self.store.check_embedding, self.embedder.name, self.embedder.dim)
             answer.index_commit = meta.get("commit") or ""
-            retrieval, vector, timings = await self.search(question, level, turns)
+            retrieval, vector, timings = await self.search(answer.question, level, turns, language=language)
             diag.timings_ms.update(timings)
             blocked = await self._blocked(vector, level, retrieval)
         except (StoreError, EmbeddingError) as exc:
@@ -163,11 +192,17 @@ class Engine:
         if not retrieval.passed:
             return _abstain(answer, "no_match", "nothing above the similarity threshold", total)
         assert self.answerability is not None  # built in __post_init__
-        answerable, p = self.answerability.answerable(answerability.features(question, retrieval))
+        answerable, p = self.answerability.answerable(answerability.features(answer.question, retrieval))
         diag.answerability = round(p, 4)
         if not answerable:
             _abstain(answer, "no_match", f"answerability {p:.2f} below the threshold", total)
             return _near_miss(answer, retrieval.selected)
+        return retrieval, vector
+
+    async def _select(self, answer: Answer, found: tuple[Retrieval, np.ndarray], level: Level) -> list[_Chosen]:
+        """The sources the answer is written from (the selected chunks and the rest of the top
+        page, within the context budget, injection attempts dropped), each with its chunk."""
+        retrieval, vector = found
         chosen = retrieval.selected + await self._rest_of_top_doc(retrieval, vector, level)
         page: dict[str, float] = {}  # how on-topic each page is: its best chunk's similarity
         for c in chosen:
@@ -177,35 +212,43 @@ class Engine:
             self.config.answer.context_budget_chars,
         )
         chosen = [chosen[i] for i in kept]
-        # The extractive answerer puts a section's chunks back together in document order.
-        sources = [replace(s, doc=c.row["doc_path"], ordinal=c.row["ordinal"]) for s, c in zip(sources, chosen)]
-        diag.injections_dropped = dropped
-        diag.selected = len(sources)
+        answer.diagnostics.injections_dropped = dropped
+        answer.diagnostics.selected = len(sources)
         answer.retrieved = [_retrieved(c) for c in chosen]
-        if not sources:
-            return _abstain(answer, "no_match", "every match was dropped as an injection attempt", total)
-        known = links_in([source.text for source in sources] + [c.row["url"] or "" for c in chosen])
+        # The extractive answerer puts a section's chunks back together in document order.
+        return [(replace(s, doc=c.row["doc_path"], ordinal=c.row["ordinal"]), c) for s, c in zip(sources, chosen)]
+
+    async def _generate_and_check(
+        self, answer: Answer, chosen: list[_Chosen], turns: list[tuple[str, str]], on_text: TextSink | None,
+        total: float,
+    ) -> Answer:
+        """The generator's answer from the sources, kept only when its citations check out (else
+        an abstention), its sources renumbered in the order they are cited."""
+        sources = [source for source, _ in chosen]
+        candidates = [c for _, c in chosen]
+        known = links_in([source.text for source in sources]
+                         + [link or "" for c in candidates for link in (c.row["url"], c.row.get("page_url"))])
         gate = StreamGate(on_text, len(sources), known) if on_text else None
         started = time.perf_counter()
         try:
             with _TRACER.start_as_current_span("generate", attributes={"model": self.generator.name}):
-                raw = await self.generator.generate(question, sources, turns, gate)
+                raw = await self.generator.generate(answer.question, sources, turns, gate)
         except ProviderError as exc:
             answer.retry_after = exc.retry_after
             return _abstain(answer, "provider_error", str(exc), total)
         finally:
-            diag.timings_ms["generate_ms"] = _ms(started)
+            answer.diagnostics.timings_ms["generate_ms"] = _ms(started)
         checked = check_answer(without_foreign_links(raw, known), len(sources))
         if checked.abstain_reason:
             _abstain(answer, checked.abstain_reason, raw[:200], total)
-            return _near_miss(answer, chosen) if checked.abstain_reason == "declined" else answer
+            return _near_miss(answer, candidates) if checked.abstain_reason == "declined" else answer
         # Citations read [1], [2], ... in the order they appear; the sources are listed that way too.
         text, order = renumber(checked.text, checked.cited, len(sources))
-        chosen = [chosen[i] for i in order]
-        answer.retrieved = [_retrieved(c) for c in chosen]
+        cited = [candidates[i] for i in order]
+        answer.retrieved = [_retrieved(c) for c in cited]
         answer.answer, answer.answered = text, True
-        answer.citations = [_citation(n, chosen[n - 1]) for n in range(1, len(checked.cited) + 1)]
-        diag.timings_ms["total_ms"] = _ms(total)
+        answer.citations = [_citation(n, cited[n - 1]) for n in range(1, len(checked.cited) + 1)]
+        answer.diagnostics.timings_ms["total_ms"] = _ms(total)
         return answer
 
 
@@ -246,6 +289,7 @@ def _citation(n: int, c: Candidate) -> Citation:
         score=round(c.similarity, 4),
         anchor=row["anchor"],
         access=row["access"],
+        page_url=row.get("page_url") or "",
     )
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from urllib.parse import quote
 
 import numpy as np
@@ -14,12 +16,14 @@ from rag.config import ChunkingConfig, LinkConfig, RagConfig
 from rag.documents import Document
 from rag.embeddings import Embedder
 from rag.progress import Progress
+from rag.site import page_url, routing_front_matter, site_for
 from rag.timing import StageSeconds
 from rag.store import Index, chunk_schema, vector_array
 
 # Raised when the chunker's output changes for the same settings, so the next sync rewrites every
-# row (2: a title that is only an identifier is no longer part of the chunks' text).
-CHUNKING_VERSION = 2
+# row (2: a title that is only an identifier is no longer part of the chunks' text; 3: chunks are
+# made from the formats' document model, rag/formats/, as normalised Markdown).
+CHUNKING_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,24 @@ def permalink(links: LinkConfig, commit: str, path: str, anchor: str) -> str:
         repo_web=links.repo_web.rstrip("/"), commit=commit, path=quote(full_path, safe="/"), anchor=anchor
     )
     return url if anchor else url.rstrip("#")
+
+
+def site_page(links: LinkConfig, doc: Document, anchor: str) -> str:
+    """The section's page on the published docs site (rag/site.py), "" without DOCSBOT_SITE_URL
+    or when the file is no page of the site."""
+    if not links.site_url:
+        return ""
+    page = _site_page(links, doc.path, doc.content_hash)
+    return f"{page}#{anchor}" if page and anchor else page
+
+
+@lru_cache(maxsize=4096)
+def _site_page(links: LinkConfig, path: str, content_hash: str) -> str:
+    """One page URL per document version (its chunks share it; the hash keys a changed slug)."""
+    info = site_for(links.site_layout, links.site_root)
+    routed = links.site_root and info.layout in ("docusaurus", "hugo")  # the layouts a front matter moves
+    front = routing_front_matter(Path(links.site_root), path) if routed else {}
+    return page_url(info.layout, links.site_url, path, front, "", info)
 
 
 # Vectors reach the cache at least this often while a long run embeds, so a killed index or sync
@@ -141,9 +163,13 @@ def build_rows(
             "commit": prov.commit,
             "commit_date": prov.commit_date,
             "url": permalink(config.links, prov.commit, doc.path, chunk.anchor),
+            "page_url": site_page(config.links, doc, chunk.anchor),
             "access": doc.access.name,
             "access_rank": int(doc.access),
             "area": doc.area,
+            "includes": "\n".join(doc.includes),
+            "language": doc.language,
+            "page": doc.page,
             "text": chunk.text,
             "search_text": chunk.embed_text,
             "text_hash": chunk.text_hash,

@@ -10,6 +10,11 @@ paraphrased questions dense search is; a fixed weight tuned on one kind of corpu
 other. The full-text list's weight scales with the share of the question's content words its top
 hit contains (its term coverage): a hit that contains them all is strong lexical evidence, one that
 matches a single common word is not.
+
+On docs in several languages (rag/formats/language.py) the searches fetch more candidates and
+then keep one language of each page (`one_language`): the asker's where the page has it, else the
+docs' default. Translations of one page never crowd each other out of the k, and an answer never
+mixes them. An index in one language is searched exactly as before.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import numpy as np
 from opentelemetry import trace
 
 from rag.config import RetrievalConfig
+from rag.formats.language import primary
 from rag.rerank import Reranker, RerankError
 from rag.store import Hit, Index
 from rag.terms import coverage, question_terms
@@ -114,6 +120,75 @@ def _dense_weight(hits: list[Hit], query_text: str, config: RetrievalConfig, alo
 
 
 SIGNALS = (Signal(DENSE, _dense_search, _dense_weight), Signal(TEXT, _text_search, _text_weight))
+
+
+@dataclass(frozen=True)
+class Languages:
+    """Which language of a page a question is answered from, on an index of several: the asker's
+    where the page has it, else the docs' default language, else the best ranked one found. A
+    language matches exactly, then by its primary subtag ("pt" is "pt-BR"'s)."""
+
+    asker: str  # the asker's language ("ja", "pt-BR"); "" unknown
+    default: str  # the docs' default language: a tag, or "" (the documents without a marker)
+    unmarked: str  # what documents without a marker are written in; "" unnamed
+    count: int  # languages in the index
+
+    def search_limit(self, candidates: int) -> int:
+        """Candidates per search: room for a page's variants, so that one language of each still
+        fills the usual `candidates` (at most MAX_VARIANT_FACTOR times as many)."""
+        return candidates * min(self.count, MAX_VARIANT_FACTOR)
+
+    def choose(self, present: Mapping[str, int]) -> str:
+        """The language kept of a page found in `present` (language -> its best rank)."""
+        return min(present, key=lambda language: (self._tier(language), present[language]))
+
+    def _tier(self, language: str) -> int:
+        """0/1: the asker's language (exactly, by its primary subtag), 2/3: the default's, 4: neither."""
+        spoken = language or self.unmarked
+        if self.asker and (match := _match(spoken, self.asker)) is not None:
+            return match
+        if (match := _match(spoken, self.default)) is not None:
+            return 2 + match
+        return 4
+
+
+def _match(spoken: str, wanted: str) -> int | None:
+    """0: the same language tag, 1: the same primary subtag, None: another language."""
+    if spoken.lower() == wanted.lower():
+        return 0
+    return 1 if primary(spoken) and primary(spoken) == primary(wanted) else None
+
+
+MAX_VARIANT_FACTOR = 4  # searches of a multilingual index fetch at most this many times the candidates
+
+
+def languages_for(asker: str, unmarked: str, census: Mapping[str, int]) -> Languages | None:
+    """The language preference of a question on an index with `census` (documents per language,
+    "" = without a marker); None when the index is in one language (nothing to choose). The
+    default language is `unmarked` when named, else the most common one (ties: the unmarked)."""
+    if len(census) < 2:
+        return None
+    default = unmarked or min(census, key=lambda language: (-census[language], language != "", language))
+    return Languages(asker, default, unmarked, len(census))
+
+
+def one_language(found: Found, labels: Mapping[str, tuple[str, str]], languages: Languages, limit: int) -> Found:
+    """Each list with the chunks of a page in the language `languages` chooses for it (from the
+    languages it was found in, across all lists), cut to `limit`. `labels`: chunk id -> (page,
+    language); a chunk without one is its own page."""
+    present: dict[str, dict[str, int]] = {}  # page -> language -> its best rank in any list
+    for hits in found.values():
+        for rank, hit in enumerate(hits):
+            page, language = _label(hit, labels)
+            ranks = present.setdefault(page, {})
+            ranks[language] = min(ranks.get(language, rank), rank)
+    kept = {page: languages.choose(ranks) for page, ranks in present.items()}
+    return {name: [hit for hit in hits if kept[(label := _label(hit, labels))[0]] == label[1]][:limit]
+            for name, hits in found.items()}
+
+
+def _label(hit: Hit, labels: Mapping[str, tuple[str, str]]) -> tuple[str, str]:
+    return labels.get(hit.row["chunk_id"]) or (hit.row["doc_path"], "")
 
 
 def _signals(mode: Mode) -> list[Signal]:
@@ -235,6 +310,17 @@ async def search_lists(store: Index, query_vector: np.ndarray, query_text: str, 
     return {signal.name: hits for signal, hits in zip(signals, found)}
 
 
+async def search_languages(store: Index, query_vector: np.ndarray, query_text: str, max_rank: int, limit: int,
+                           mode: Mode = HYBRID, languages: Languages | None = None) -> Found:
+    """The mode's searches; on an index in several languages (`languages`) with room for each
+    page's variants, then one language of each page kept (`one_language`), `limit` per list."""
+    if languages is None:
+        return await search_lists(store, query_vector, query_text, max_rank, limit, mode)
+    found = await search_lists(store, query_vector, query_text, max_rank, languages.search_limit(limit), mode)
+    labels = await store.labels(sorted({hit.row["chunk_id"] for hits in found.values() for hit in hits}))
+    return one_language(found, labels, languages, limit)
+
+
 async def retrieve(
     store: Index,
     query_vector: np.ndarray,
@@ -243,14 +329,16 @@ async def retrieve(
     config: RetrievalConfig,
     mode: Mode = HYBRID,
     reranker: Reranker | None = None,
+    languages: Languages | None = None,
 ) -> Retrieval:
     """Search, fuse, rerank when a reranker is configured, select, then read the final k rows
-    whole. A reranker failure keeps the fused order and is reported in `rerank`.
+    whole. A reranker failure keeps the fused order and is reported in `rerank`. `languages`: on
+    an index in several languages, which language of each page is kept (None: one language).
 
     A sync that replaces a document between the search and the row read removes chunks that were
     selected: the search runs once more (it then sees the new version), and chunks still gone are
     left out rather than failing the question."""
-    args = (store, query_vector, query_text, max_rank, config, mode, reranker)
+    args = (store, query_vector, query_text, max_rank, config, mode, reranker, languages)
     result = await _retrieve_once(*args)
     selected = await fill_rows(store, result.selected)
     if len(selected) < len(result.selected):
@@ -261,8 +349,9 @@ async def retrieve(
 
 
 async def _retrieve_once(store: Index, query_vector: np.ndarray, query_text: str, max_rank: int,
-                         config: RetrievalConfig, mode: Mode, reranker: Reranker | None) -> Retrieval:
-    found = await search_lists(store, query_vector, query_text, max_rank, config.candidates, mode)
+                         config: RetrievalConfig, mode: Mode, reranker: Reranker | None,
+                         languages: Languages | None) -> Retrieval:
+    found = await search_languages(store, query_vector, query_text, max_rank, config.candidates, mode, languages)
     lists = ranked_lists(found, query_text, config, mode)
     fused = fuse(lists, query_vector, config.rrf_k, config.doc_fusion)
     status, rerank_ms = "", 0.0

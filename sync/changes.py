@@ -57,6 +57,9 @@ class ChangeSet:
     renamed: int = 0
     counted_as: dict[str, str] = field(default_factory=dict)  # upserted doc path -> the count it is in
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason) of hidden files changed
+    # Every doc-relative path a commit in between touched, in scope or not (a partial is not a
+    # page, but the pages that include it change with it).
+    touched: set[str] = field(default_factory=set)
 
     def classify(self, change: FileChange, scope: Scope) -> None:
         old, new = (None if scope.undecodable(path) else scope.rel(path) for path in (change.old, change.new))
@@ -81,6 +84,13 @@ class ChangeSet:
         self.counted_as[path] = count
         setattr(self, count, getattr(self, count) + 1)
 
+    def include_changed(self, includers: list[str]) -> None:
+        """Documents whose included file changed are re-read (counted as modified)."""
+        listed = set(self.upsert) | set(self.removed)
+        for path in includers:
+            if path not in listed:
+                self._upsert(path, "modified")
+
     def uncount(self, skipped: list[tuple[str, str]]) -> None:
         """A file that was skipped is reported as skipped only, not also as added or modified."""
         for path, _ in skipped:
@@ -98,7 +108,8 @@ def changes_between(repo: Path, old: str, new: str, scope: Scope) -> ChangeSet:
         changes.classify(change, scope)
     listed = set(changes.upsert) | set(changes.removed)
     root = repo / scope.subdir.strip("/")
-    for rel in sorted(touched_paths(repo, old, new, scope.subdir) - listed):
+    changes.touched = touched_paths(repo, old, new, scope.subdir)
+    for rel in sorted(changes.touched - listed):
         if scope.covers(rel) and not not_utf8(rel) and os.path.isfile(root / rel):  # False for a name too long
             changes.upsert.append(rel)
     return changes

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
-from rag import Engine, IndexStats, Provenance, rebuild_index
+from rag import Engine, IndexStats, Provenance, chunking_signature, rebuild_index
 from sync.config import LeaseConfig
 from sync.errors import SyncError
 from sync.gitcmd import GitError, git, last_commits, toplevel
@@ -65,15 +66,25 @@ def index_folder(engine: Engine, lease: LeaseConfig, root: Path, rebuild: bool =
         provenance = folder_provenance(root)
         stats = rebuild_index(engine, root, provenance) if rebuild else engine.index_folder(root, provenance)
         commit, date = head_commit(root)
-        engine.store.set_meta(commit=commit, commit_date=date)
+        engine.store.set_meta(commit=commit, commit_date=date, folder_signature=folder_signature(engine))
     return stats
 
 
+def folder_signature(engine: Engine) -> dict[str, Any]:
+    """What besides the folder shapes a folder's index: the chunking (and parsers, by its
+    version) and which files are read. Another one means the index is built again."""
+    docs = engine.config.docs
+    return {"chunking": chunking_signature(engine.config.chunking), "include": list(docs.include),
+            "exclude": list(docs.exclude)}
+
+
 def ensure_index(engine: Engine, lease: LeaseConfig, root: Path | None) -> IndexStats | None:
-    """Index `root` when the index is missing or was built from another folder."""
+    """Index `root` when the index is missing, or was built from another folder or with other
+    chunking, parsers or include globs."""
     if root is None:
         return None
-    indexed = engine.store.meta().get("docs_root")
-    if engine.store.exists() and indexed == str(root.resolve()):
+    meta = engine.store.meta()
+    if (engine.store.exists() and meta.get("docs_root") == str(root.resolve())
+            and meta.get("folder_signature") == folder_signature(engine)):
         return None
     return index_folder(engine, lease, root)

@@ -21,7 +21,9 @@ from typing import Any
 
 from opentelemetry import trace
 
-from rag import DocumentError, Embedder, Provenance, Store, chunking_signature, inside, make_embedder, not_utf8
+from rag import (
+    DocumentError, Embedder, Ownership, Provenance, Store, chunking_signature, inside, make_embedder, not_utf8,
+)
 from state.db import StateUnavailable
 from state.sync_status import SyncStatus
 from sync import events
@@ -107,7 +109,7 @@ def index_signature(config: SyncConfig, embedder: Embedder, source: str) -> dict
         "source": source,
         "scope": [links.repo_subdir.strip("/"), list(docs.include), list(docs.exclude), docs.max_file_bytes],
         "levels": [docs.default_level.name, {k: v.name for k, v in docs.path_levels.items()}],
-        "links": [links.repo_web, links.pattern],
+        "links": [links.repo_web, links.pattern, links.site_url, links.site_layout],
         "chunking": chunking_signature(config.rag.chunking),
         "embedding": [embedder.name, embedder.dim],
     }
@@ -128,16 +130,22 @@ def _sync_git(
     rebuild = meta.get("sync_signature") != signature
     reason = _reconcile_reason(copy.path, git_root(config), meta, indexed, head, rebuild)
     report = SyncReport(commit_before=indexed, commit_after=head)
+    owners = Ownership.from_meta(meta)
     lease.check()
     _checkpoint(config, "before-write")
     if reason:
         provenance = _provenance(last_commits(copy.path, subdir, head))
-        _fill(report, "reconcile", reconcile(store, embedder, config.rag, root, provenance, rebuild), reason)
+        applied = reconcile(store, embedder, config.rag, root, provenance, rebuild)
+        _fill(report, "reconcile", applied, reason)
+        owners = Ownership(applied.owners)
     elif indexed and indexed != head:  # (no indexed commit is a reason)
         scope = Scope(subdir, config.rag.docs.include, config.rag.docs.exclude)
         changes = changes_between(copy.path, indexed, head, scope)
+        changes.include_changed(store.includers(changes.touched))
         provenance = _provenance(last_commits(copy.path, subdir, head, only=set(changes.upsert)))
-        stats, skipped = apply_paths(store, embedder, config.rag, root, changes.upsert, changes.removed, provenance)
+        stats, skipped, read = apply_paths(store, embedder, config.rag, root, changes.upsert, changes.removed,
+                                           provenance)
+        owners = owners.with_front_matter(read, [*changes.removed, *(path for path, _ in skipped)])
         changes.uncount(skipped)
         skipped = changes.skipped + skipped
         in_scope = [p for p in _files_at(copy.path, head, subdir) if scope.covers(p) and not not_utf8(p)]
@@ -150,7 +158,7 @@ def _sync_git(
         report.unchanged = store.counts()["documents"]
     _checkpoint(config, "after-write")
     _record_success(store, report, signature, git_root(config), started, commit=head,
-                    commit_date=copy.commit_date(head))
+                    commit_date=copy.commit_date(head), owners=owners.with_repository(copy.path, subdir))
     return report
 
 
@@ -178,7 +186,8 @@ def _sync_folder(
     _fill(report, "reconcile", applied, "local folder")
     _checkpoint(config, "after-write")
     commit, commit_date = head_commit(root)  # as `docsbot index` records it (a folder outside git: none)
-    _record_success(store, report, signature, str(root), started, commit=commit, commit_date=commit_date)
+    _record_success(store, report, signature, str(root), started, commit=commit, commit_date=commit_date,
+                    owners=Ownership(applied.owners).with_repository(root))
     return report
 
 
@@ -234,12 +243,13 @@ def _checkpoint(config: SyncConfig, point: str) -> None:
 
 def _record_success(
     store: Store, report: SyncReport, signature: dict[str, Any], root: str, started: float,
-    commit: str | None, commit_date: str | None,
+    commit: str | None, commit_date: str | None, owners: Ownership,
 ) -> None:
     """Written after the chunks, in one metadata write: the commit is only claimed once its
-    changes are in the index."""
+    changes are in the index (with who owns the documents: rag/owners.py)."""
     report.seconds = time.perf_counter() - started
-    store.set_meta(commit=commit, commit_date=commit_date, sync_signature=signature, docs_root=root)
+    store.set_meta(commit=commit, commit_date=commit_date, sync_signature=signature, docs_root=root,
+                   ownership=owners.to_meta())
 
 
 def _record_failure(lease: WriterLease, exc: Exception) -> None:

@@ -18,7 +18,7 @@ def test_front_matter_fields_and_body():
                 "# Deploy Policy\nBody\n")
     assert (doc.title, doc.version, doc.access, doc.area, doc.owner) == (
         "Deploy Policy", "2.3", Level.team, "eng", "platform")
-    assert doc.body == "# Deploy Policy\nBody\n"
+    assert doc.body == "Body"  # the sections as Markdown (markdown_of): the H1 repeating the title is the title
 
 
 def test_crlf_and_bom_are_tolerated_and_hash_equal():

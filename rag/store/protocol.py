@@ -30,6 +30,14 @@ class Index(Protocol):
         """Whole rows, with their `vector`, of one document's chunks at `max_rank` or below, in order."""
         ...
 
+    def languages(self) -> Awaitable[dict[str, int]]:
+        """Documents per language ("" = the docs' default language) in the index."""
+        ...
+
+    def labels(self, chunk_ids: list[str]) -> Awaitable[dict[str, tuple[str, str]]]:
+        """(page, language) of the chunks that still exist, by id (rag/formats/language.py)."""
+        ...
+
     # -- metadata ------------------------------------------------------------------------------
     def meta(self) -> dict[str, Any]: ...
 

@@ -22,9 +22,21 @@ ROW_FIELDS = [
     ("commit", pa.string()),
     ("commit_date", pa.string()),
     ("url", pa.string()),
+    # The section's page on the published docs site (rag/site.py); "" without DOCSBOT_SITE_URL.
+    # Added after the first release: an index written before has no such column until its next
+    # write adds it (tables.py: Tables.write), and reads fill it in as "" (ROW_DEFAULTS).
+    ("page_url", pa.string()),
     ("access", pa.string()),
     ("access_rank", pa.int8()),
     ("area", pa.string()),
+    # The files the document pulled in (snippets, partials, include::), one per line: a change to
+    # one re-reads the documents that include it. Added with page_url (see there).
+    ("includes", pa.string()),
+    # The document's language ("" = the docs' default) and the page it is a variant of (its path
+    # without the language marker, rag/formats/language.py): retrieval keeps one language of a
+    # page (rag/retrieval.py). Added after includes, read from older indexes as "" (see page_url).
+    ("language", pa.string()),
+    ("page", pa.string()),
     ("text", pa.string()),
     ("search_text", pa.string()),
     ("text_hash", pa.string()),
@@ -33,6 +45,8 @@ ROW_FIELDS = [
 # Searches return only what ranking needs; the final few chunks are then read whole (rows()).
 SEARCH_COLUMNS = ["chunk_id", "doc_path", "access_rank", "vector"]
 ROW_COLUMNS = [name for name, _ in ROW_FIELDS if name != "search_text"]
+# Columns an older index may lack, with what a read gives in their place.
+ROW_DEFAULTS: dict[str, Any] = {"page_url": "", "includes": "", "language": "", "page": ""}
 
 
 @dataclass

@@ -19,8 +19,8 @@ import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree
 
 from rag.store.errors import IndexMismatch, IndexMissing, WriteRefused, store_errors
-from rag.store.schema import (CHUNKS, META, ROW_COLUMNS, VECTORS, access_filter, meta_table, sql_list, vector_array,
-                              vector_matrix)
+from rag.store.schema import (CHUNKS, META, ROW_COLUMNS, ROW_DEFAULTS, VECTORS, access_filter, meta_table, sql_list,
+                              vector_array, vector_matrix)
 
 if TYPE_CHECKING:
     from rag.store.ann import AnnState
@@ -54,6 +54,7 @@ class Tables:
         self._db = lancedb.connect(uri, read_consistency_interval=self._interval)
         self._view = _View()
         self._ann: AnnState | None = None  # the vector index's routing facts (ann.py), per table version
+        self._census: tuple[int, dict[str, int]] | None = None  # (table version, documents per language)
         self.mirror: MirroredIndex | None = None  # what keeps a pinned store current (a replica's copy)
         # Asked right before each commit that changes what readers see: None, or why this process
         # must not write (sync/lease.py: the index-writer lease was lost). The vector cache is
@@ -66,6 +67,7 @@ class Tables:
         under way finish on the versions they started with."""
         self._view = _View(dict(versions))
         self._ann = None
+        self._census = None
 
     def _table(self, name: str) -> Any | None:
         view = self._view
@@ -189,6 +191,8 @@ class Tables:
         if table is None:
             self._view.tables[CHUNKS] = table = self._db.create_table(CHUNKS, schema=rows.schema)
             index_chunks(table)
+        else:
+            _add_columns(table, rows.schema)
         paths = None if replace_paths is None else sorted(set(replace_paths))
         if rows.num_rows == 0:
             if paths is None:
@@ -219,6 +223,7 @@ class Tables:
         processes see them within the read consistency interval)."""
         self._view.reader = None
         self._ann = None
+        self._census = None
 
     # -- reads --------------------------------------------------------------------------------
     async def rows(self, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -226,15 +231,42 @@ class Tables:
         if not chunk_ids:
             return {}
         table = await self._searchable()
-        query = table.query().where(f"chunk_id IN ({sql_list(chunk_ids)})").select(ROW_COLUMNS)
-        return {row["chunk_id"]: row for row in (await query.limit(len(chunk_ids)).to_arrow()).to_pylist()}
+        columns = await _row_columns(table)
+        query = table.query().where(f"chunk_id IN ({sql_list(chunk_ids)})").select(columns)
+        rows = (await query.limit(len(chunk_ids)).to_arrow()).to_pylist()
+        return {row["chunk_id"]: _with_defaults(row) for row in rows}
 
     async def doc_rows(self, doc_path: str, max_rank: int) -> list[dict[str, Any]]:
         """Whole rows (with their vectors) of one document's chunks at `max_rank` or below, in order."""
         table = await self._searchable()
         where = f"doc_path = {sql_list([doc_path])} AND {access_filter(max_rank)}"
-        rows = (await table.query().where(where).select([*ROW_COLUMNS, "vector"]).to_arrow()).to_pylist()
-        return sorted(rows, key=lambda row: row["ordinal"])
+        columns = await _row_columns(table)
+        rows = (await table.query().where(where).select([*columns, "vector"]).to_arrow()).to_pylist()
+        return sorted((_with_defaults(row) for row in rows), key=lambda row: row["ordinal"])
+
+    async def languages(self) -> dict[str, int]:
+        """Documents per language ("" = the docs' default) in the index, counted again only when
+        the chunks table's version changes; none in an index written before languages were kept."""
+        table = await self._searchable()
+        version = await table.version()
+        if self._census is None or self._census[0] != version:
+            counts: dict[str, int] = {}
+            if "language" in (await table.schema()).names:
+                firsts = await table.query().where("ordinal = 0").select(["language"]).to_arrow()  # one per document
+                for language in firsts["language"].to_pylist():
+                    counts[language or ""] = counts.get(language or "", 0) + 1
+            self._census = (version, counts)
+        return dict(self._census[1])
+
+    async def labels(self, chunk_ids: list[str]) -> dict[str, tuple[str, str]]:
+        """(page, language) of the given chunks that still exist, by id; a row written before
+        pages were kept is its own page, in the default language."""
+        table = await self._searchable()
+        if not chunk_ids or not {"page", "language"} <= set((await table.schema()).names):
+            return {}
+        query = table.query().where(f"chunk_id IN ({sql_list(chunk_ids)})")
+        rows = (await query.select(["chunk_id", "doc_path", "page", "language"]).limit(len(chunk_ids)).to_arrow())
+        return {row["chunk_id"]: (row["page"] or row["doc_path"], row["language"] or "") for row in rows.to_pylist()}
 
     def doc_hashes(self) -> dict[str, str]:
         """doc_path -> content hash of what is indexed (for reconcile and status)."""
@@ -242,6 +274,16 @@ class Tables:
             return {}
         table = self.chunks().search().select(["doc_path", "doc_hash"]).limit(None).to_arrow()
         return dict(zip(table["doc_path"].to_pylist(), table["doc_hash"].to_pylist()))
+
+    def includers(self, paths: Iterable[str]) -> list[str]:
+        """The documents that include any of `paths` (a snippet, a partial): what a sync re-reads
+        when only the included file changed."""
+        changed = set(paths)
+        if not changed or not self.exists() or "includes" not in self.chunks().schema.names:
+            return []
+        table = self.chunks().search().where("includes != ''").select(["doc_path", "includes"]).limit(None).to_arrow()
+        pairs = zip(table["doc_path"].to_pylist(), table["includes"].to_pylist())
+        return sorted({doc for doc, included in pairs if changed & set(included.split("\n"))})
 
     def doc_columns(self, *columns: str) -> dict[str, tuple]:
         """doc_path -> values of per-document columns (doc_hash, commit, ...) for each indexed
@@ -273,6 +315,28 @@ class Tables:
         if not self.exists():
             return {"documents": 0, "chunks": 0}
         return {"documents": len(self.doc_hashes()), "chunks": self.chunk_count()}
+
+
+def _add_columns(table: Any, schema: pa.Schema) -> None:
+    """Add the row columns an index written by an earlier version lacks (empty in its old rows),
+    so the write that follows can store them: the migration is the first write after an upgrade."""
+    present = set(table.schema.names)
+    missing = [field for field in schema if field.name not in present]
+    if missing:
+        table.add_columns(missing)
+
+
+async def _row_columns(table: Any) -> list[str]:
+    """The whole-row columns this version of the table has (an older index lacks the newer ones)."""
+    present = set((await table.schema()).names)
+    return [name for name in ROW_COLUMNS if name in present]
+
+
+def _with_defaults(row: dict[str, Any]) -> dict[str, Any]:
+    for name, value in ROW_DEFAULTS.items():
+        if row.get(name) is None:  # not in an older index, or null in its rows from before the migration
+            row[name] = value
+    return row
 
 
 def read_tables(uri: str, *names: str) -> dict[str, list[dict[str, Any]]]:
