@@ -25,7 +25,6 @@ from rag.formats.asciidoc_syntax import (
     TITLE,
     Heading,
     Meta,
-    admonition_block,
     dedent,
     delimiter_kind,
     is_block_start,
@@ -33,7 +32,7 @@ from rag.formats.asciidoc_syntax import (
     read_delimited,
 )
 from rag.formats.asciidoc_tables import table
-from rag.formats.model import Block
+from rag.formats.model import Block, admonition_block
 
 
 @dataclass

@@ -123,15 +123,6 @@ def flat(blocks: list[Block]) -> str:
     return "\n\n".join(block.text for block in blocks if block.text)
 
 
-def admonition_block(name: str, inner: list[Block]) -> Block:
-    """An admonition as the Markdown parsers write one: `**Note:** text` (`**Warning: Title:**
-    text`), its body on the next lines when it opens with a list or code; `title` is the name."""
-    label = f"**{name}**" if name[-1:] in ".:?!" else f"**{name}:**"
-    body = "\n\n".join(block.text for block in inner if block.text)
-    inline = bool(inner) and inner[0].kind == "prose"
-    return Block("admonition", f"{label} {body}" if inline else f"{label}\n\n{body}" if body else label, title=name)
-
-
 def indent(text: str, by: str) -> str:
     return "\n".join(by + line if line.strip() else line for line in text.split("\n"))
 

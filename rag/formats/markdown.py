@@ -27,7 +27,7 @@ from rag.formats.dialect import Dialect
 from rag.formats.docusaurus import DOCUSAURUS
 from rag.formats.hugo import HUGO
 from rag.formats.mkdocs import MKDOCS
-from rag.formats.model import Block, Format, Parsed, ReadFile, Section, Source
+from rag.formats.model import Block, Format, Parsed, ReadFile, Section, Source, admonition_block
 from rag.spans import resolve_links
 
 if TYPE_CHECKING:
@@ -311,11 +311,7 @@ def _code(info: str, code: str) -> Block | None:
 def _admonition(kind: str, title: str, inner: list[Block]) -> Block:
     """`**Tip:** text` (`**Tip: Title:** text`); a body that starts with a list, code or a quote
     starts on the next line."""
-    name = kind.replace("-", " ").capitalize() + (f": {title}" if title else "")
-    label = f"**{name}**" if name[-1:] in ".:?!" else f"**{name}:**"
-    body = "\n\n".join(block.text for block in inner)
-    inline = bool(inner) and inner[0].kind == "prose" and not inner[0].text.startswith(">")
-    return Block("admonition", f"{label} {body}" if inline else f"{label}\n\n{body}" if body else label, title=name)
+    return admonition_block(kind.replace("-", " ").capitalize() + (f": {title}" if title else ""), inner)
 
 
 def _code_span(code: str) -> str:

@@ -71,6 +71,15 @@ class Format:
     is_page: Callable[[str], bool] = every_file_a_page
 
 
+def admonition_block(name: str, inner: list[Block]) -> Block:
+    """An admonition as every parser writes one: `**Note:** text` (`**Warning: Title:** text`),
+    its body on the next lines when it opens with a list, code or a quote; `title` is the name."""
+    label = f"**{name}**" if name[-1:] in ".:?!" else f"**{name}:**"
+    body = "\n\n".join(block.text for block in inner if block.text)
+    inline = bool(inner) and inner[0].kind == "prose" and not inner[0].text.startswith(">")
+    return Block("admonition", f"{label} {body}" if inline else f"{label}\n\n{body}" if body else label, title=name)
+
+
 def markdown_of(sections: tuple[Section, ...]) -> str:
     """The whole document as normalised Markdown (headings as ATX lines): the body the span
     parser and the procedure finder read."""

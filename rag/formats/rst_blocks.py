@@ -13,7 +13,7 @@ from typing import Any
 
 from docutils import nodes
 
-from rag.formats.model import Block
+from rag.formats.model import Block, admonition_block
 from rag.formats.rst_inline import SKIP, SPACE, InlineRenderer, code_span
 from rag.formats.rst_nodes import ADMONITIONS, VERSIONS, directive_node
 
@@ -232,15 +232,6 @@ class Renderer:
         if body and body[0].kind == "prose":
             return [Block("prose", f"{signature}: {body[0].text}" if signature else body[0].text)] + body[1:]
         return ([Block("prose", signature)] if signature else []) + body
-
-
-def admonition_block(name: str, inner: list[Block]) -> Block:
-    """An admonition as the Markdown parsers write one: `**Note:** text` (`**Warning: Title:**
-    text`), its body on the next lines when it opens with a list or code; `title` is the name."""
-    label = f"**{name}**" if name[-1:] in ".:?!" else f"**{name}:**"
-    body = "\n\n".join(block.text for block in inner if block.text)
-    inline = bool(inner) and inner[0].kind == "prose"
-    return Block("admonition", f"{label} {body}" if inline else f"{label}\n\n{body}" if body else label, title=name)
 
 
 def _dedent(code: str) -> str:
