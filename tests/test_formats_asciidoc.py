@@ -13,21 +13,12 @@ import pytest
 
 from rag.formats.asciidoc import FORMAT, is_antora_non_page, parse
 from rag.formats.model import Block, Parsed, Source
+from tests.support.formats import blocks, markup_left, reader
 from tests.support.settings import SHARED
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats" / "asciidoc"
 PDF_DOCS = SHARED / "corpora" / "formats-dev" / "asciidoctor-pdf" / "docs"
 needs_pdf_docs = pytest.mark.skipif(not PDF_DOCS.is_dir(), reason="the formats-dev corpora are not here")
-
-
-def reader(root: Path):  # noqa: ANN201 - a ReadFile
-    root = root.resolve()
-
-    def read(rel: str) -> str | None:
-        path = (root / rel).resolve()
-        return path.read_text(encoding="utf-8") if path.is_relative_to(root) and path.is_file() else None
-
-    return read
 
 
 def load(rel: str, root: Path = FIXTURES) -> Parsed:
@@ -38,13 +29,7 @@ def page(text: str, rel: str = "modules/ROOT/pages/demo.adoc") -> Parsed:
     return parse(Source(rel, text, {}, reader(FIXTURES)))
 
 
-def blocks(parsed: Parsed, *headings: str) -> list[Block]:
-    return [b for s in parsed.sections if s.headings == headings for b in s.blocks]
-
-
 # -- residue: what must never reach a block's text ---------------------------------------------------
-_FENCE = re.compile(r"^\s*(`{3,})")
-_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _RESIDUE = {
     "delimiter or underline": re.compile(r"^\s*([=\-~^*/.+_])\1{2,}\s*$"),
     "double colon": re.compile(r"::\s*$"),
@@ -62,19 +47,8 @@ _RESIDUE = {
 
 
 def residue(block: Block) -> list[str]:
-    """Lines of a block (outside code blocks and inline code) that still hold AsciiDoc markup."""
-    if block.kind == "code":
-        return []
-    found, fence = [], ""
-    for line in [block.title, *block.text.split("\n")]:
-        if match := _FENCE.match(line):
-            fence = "" if fence and match.group(1).startswith(fence) else fence or match.group(1)
-            continue
-        if fence:
-            continue
-        bare = _CODE_SPAN.sub("", line)
-        found.extend(f"{name}: {line!r}" for name, rx in _RESIDUE.items() if rx.search(bare))
-    return found
+    """Lines of a block that still hold AsciiDoc markup."""
+    return markup_left(block, _RESIDUE, with_title=True)
 
 
 def test_format() -> None:
