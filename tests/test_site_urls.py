@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from bot.blocks import answer_message, citation_line
-from docsbot.cli import main, render_answer
+from docsbot.cli import render_answer
 from docsbot.settings import Settings
 from docsbot.wiring import lease_config, open_engine, rag_config
 from eval.bench_sync import run_git
@@ -233,22 +233,6 @@ def test_routing_front_matter_reads_only_the_routing_keys(tmp_path: Path) -> Non
 # -- settings ----------------------------------------------------------------------------------------
 def test_the_layout_setting_lists_every_layout() -> None:
     assert get_args(Settings.model_fields["site_layout"].annotation) == SITE_LAYOUTS
-
-
-@pytest.mark.parametrize("variable, value, message", [
-    ("DOCSBOT_SITE_LAYOUT", "jekyll", "DOCSBOT_SITE_LAYOUT: Input should be 'auto', 'mkdocs'"),
-    ("DOCSBOT_SITE_URL", "docs.example.com", "DOCSBOT_SITE_URL: must be the site's http(s) address"),
-    ("DOCSBOT_SITE_URL", "ftp://docs.example.com/", "DOCSBOT_SITE_URL: must be the site's http(s) address"),
-])
-def test_bad_site_settings_are_one_line(
-    variable: str, value: str, message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
-) -> None:
-    monkeypatch.setenv("DOCSBOT_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv(variable, value)
-    assert main(["status"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"docsbot: error: invalid configuration: {message}"), err
 
 
 def test_the_link_config_carries_the_site(tmp_path: Path) -> None:
