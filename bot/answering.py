@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,6 +26,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks, surfaces, telemetry
+from bot.conversation import History
 from bot.directory import Audience, Directory
 from bot.queue import AnswerQueue
 from bot.notes import Reply, Tell, ephemeral, in_conversation
@@ -42,8 +42,6 @@ from state.ratelimit import RateLimit
 
 log = logging.getLogger(__name__)
 
-History = list[tuple[str, str]]
-
 BUSY = "I'm answering a lot of questions right now. Please ask again in a minute."
 FAILED = "Sorry, something went wrong on my side while answering. Please try again."
 NOT_POSTED = "I couldn't post my answer in this conversation ({error}). Please ask again."
@@ -54,8 +52,6 @@ TOO_LONG = ("Your question is {length:,} characters long; I answer questions of 
 NOT_IN_CHANNEL_ERRORS = {"not_in_channel", "channel_not_found"}
 # Abstentions a DM at the asker's own level could turn into an answer.
 _LEVEL_BOUND = {"no_access", "no_match", "declined"}
-_HISTORY_MESSAGES = 12
-_HISTORY_CHARS = 1000
 PANEL = Audience(Level.restricted, direct=True, reason="the assistant panel")  # read by the asker alone
 
 
@@ -377,34 +373,3 @@ class Answerer:
 def _minutes(seconds: float) -> str:
     minutes = math.ceil(seconds / 60)
     return "a minute" if minutes <= 1 else f"about {minutes} minutes"
-
-
-def question_text(slack_text: str, bot_user_id: str | None) -> str:
-    """The question in a message: without the bot's mention, Slack's escapes undone."""
-    if bot_user_id:
-        slack_text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", " ", slack_text)
-    return " ".join(slack_text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").split())
-
-
-async def thread_history(
-    client: AsyncWebClient, channel: str, thread_ts: str, before_ts: str, bot_user_id: str | None
-) -> History:
-    """The thread's earlier messages as (speaker, text): untrusted context for a follow-up.
-
-    A failed lookup gives no history (the question is answered on its own)."""
-    try:
-        response = await client.conversations_replies(channel=channel, ts=thread_ts, limit=100)
-    except SlackApiError as exc:
-        log.warning("conversations.replies %s failed: %s", channel, exc.response.get("error"))
-        return []
-    history: History = []
-    messages: list[dict[str, Any]] = response.get("messages", [])
-    for message in messages:
-        if float(message.get("ts", 0)) >= float(before_ts):
-            continue
-        is_bot = bool(message.get("bot_id")) or (bot_user_id is not None and message.get("user") == bot_user_id)
-        if is_bot and blocks.is_placeholder(message.get("text", "")):
-            continue
-        if text := question_text(message.get("text", ""), bot_user_id):
-            history.append(("agent" if is_bot else "user", text[:_HISTORY_CHARS]))
-    return history[-_HISTORY_MESSAGES:]

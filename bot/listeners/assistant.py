@@ -19,7 +19,8 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks, surfaces
-from bot.answering import Question, question_text, thread_history
+from bot.answering import Question
+from bot.conversation import question_text, thread_history
 from bot.notes import in_conversation
 from bot.services import Services, services_of
 from bot.suggestions import suggested_prompts

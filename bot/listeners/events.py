@@ -8,7 +8,8 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.answering import NotInChannel, Question, question_text, thread_history
+from bot.answering import NotInChannel, Question
+from bot.conversation import question_text, thread_history
 from bot.notes import ephemeral
 from bot.services import Services, services_of
 

@@ -1,0 +1,49 @@
+"""A Slack conversation read as a question: the message's text without the bot's mention, and
+the thread's earlier turns as untrusted context for a follow-up."""
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import blocks
+
+log = logging.getLogger(__name__)
+
+History = list[tuple[str, str]]
+_HISTORY_MESSAGES = 12
+_HISTORY_CHARS = 1000
+
+
+def question_text(slack_text: str, bot_user_id: str | None) -> str:
+    """The question in a message: without the bot's mention, Slack's escapes undone."""
+    if bot_user_id:
+        slack_text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", " ", slack_text)
+    return " ".join(slack_text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").split())
+
+
+async def thread_history(
+    client: AsyncWebClient, channel: str, thread_ts: str, before_ts: str, bot_user_id: str | None
+) -> History:
+    """The thread's earlier messages as (speaker, text): untrusted context for a follow-up.
+
+    A failed lookup gives no history (the question is answered on its own)."""
+    try:
+        response = await client.conversations_replies(channel=channel, ts=thread_ts, limit=100)
+    except SlackApiError as exc:
+        log.warning("conversations.replies %s failed: %s", channel, exc.response.get("error"))
+        return []
+    history: History = []
+    messages: list[dict[str, Any]] = response.get("messages", [])
+    for message in messages:
+        if float(message.get("ts", 0)) >= float(before_ts):
+            continue
+        is_bot = bool(message.get("bot_id")) or (bot_user_id is not None and message.get("user") == bot_user_id)
+        if is_bot and blocks.is_placeholder(message.get("text", "")):
+            continue
+        if text := question_text(message.get("text", ""), bot_user_id):
+            history.append(("agent" if is_bot else "user", text[:_HISTORY_CHARS]))
+    return history[-_HISTORY_MESSAGES:]
