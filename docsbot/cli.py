@@ -17,6 +17,7 @@ from docsbot.doctor import register as register_doctor
 from docsbot.errors import UserError
 from docsbot.report_command import register as register_report
 from docsbot.sync_commands import register as register_sync
+import rag
 from rag import Level
 from sync.report import short_commit
 
@@ -30,7 +31,7 @@ REPORTED = {"rag.store.errors": "StoreError", "rag.embeddings": "EmbeddingError"
             "sync.errors": "SyncError", "state.db": "StateUnavailable", "state.errors": "StateConfigError"}
 
 
-def print_index(stats: IndexStats, as_json: bool) -> None:
+def print_index(stats: IndexStats, as_json: bool, settings: Settings, docs: Path) -> None:
     if as_json:
         print(json.dumps({
             "documents": stats.documents, "chunks": stats.chunks, "chunks_embedded": stats.chunks_embedded,
@@ -43,7 +44,9 @@ def print_index(stats: IndexStats, as_json: bool) -> None:
     for path, reason in stats.skipped:
         print(f"skipped {path}: {reason}")
     if stats.documents == 0:
-        print("warning: no documents were indexed (empty folder, or every file was skipped)")
+        left_out = rag.left_out_pages(docs, settings.include, settings.exclude)
+        print(f"warning: {left_out.warning()}" if left_out is not None
+              else "warning: no documents were indexed (empty folder, or every file was skipped)")
 
 
 def render_answer(answer_json: dict) -> str:
@@ -74,9 +77,9 @@ def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
     from docsbot.wiring import lease_config, open_engine
     from sync.folder import index_folder
 
-    stats = index_folder(open_engine(settings), lease_config(settings), Path(args.docs or settings.docs_dir),
-                         rebuild=args.rebuild)
-    print_index(stats, args.json)
+    docs = Path(args.docs or settings.docs_dir)
+    stats = index_folder(open_engine(settings), lease_config(settings), docs, rebuild=args.rebuild)
+    print_index(stats, args.json, settings, docs)
     say_readable(settings, args.json)
     return 0
 
@@ -149,7 +152,8 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"docs_dir": args.docs})
     engine = open_engine(settings)
     # index_folder waits out the lease of a console killed just before
-    print_index(index_folder(engine, lease_config(settings), Path(settings.docs_dir)), False)
+    docs = Path(settings.docs_dir)
+    print_index(index_folder(engine, lease_config(settings), docs), False, settings, docs)
     say_readable(settings, False)
     return run_bot(settings, engine)
 

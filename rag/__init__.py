@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
                      "in_scope", "inside", "load_folder", "matches", "not_utf8", "parse_document", "read_document",
                      "shorten", "shown_path", "too_long"), "rag.documents"),
     **dict.fromkeys(("chunk_document", "sections"), "rag.chunking"),
+    **dict.fromkeys(("LeftOut", "left_out_pages"), "rag.unindexed"),
     # document formats: which suffixes are read, and by which parser
     **dict.fromkeys(("default_include", "format_for", "suffixes"), "rag.formats"),
     **dict.fromkeys(("CodeOwners", "Ownership", "find_codeowners", "front_matter_of", "parse_codeowners",
@@ -90,5 +91,6 @@ if TYPE_CHECKING:
     from rag.prompt import PROMPT_VERSION
     from rag.rebuild import rebuild_index
     from rag.spans import fences_balanced
+    from rag.unindexed import LeftOut, left_out_pages
     from rag.retrieval import HYBRID, SIGNALS, Found, Mode, Retrieval, rank, search_lists
     from rag.store import Hit, Index, Store, StoreError, WriteRefused, open_index, read_tables, vector_array

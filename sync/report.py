@@ -28,6 +28,7 @@ class SyncReport(FileCounts):
     chunks_embedded: int = 0
     chunks_reused: int = 0
     seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # what the person running it should fix
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,6 +45,7 @@ class SyncReport(FileCounts):
             "seconds": round(self.seconds, 3),
             "mode": self.mode,
             "reason": self.reason,
+            "warnings": self.warnings,
         }
 
     def render(self) -> str:
@@ -56,6 +58,7 @@ class SyncReport(FileCounts):
             f"in {self.seconds:.2f}s"
         ]
         lines += [f"skipped {_one_line(path)}: {_one_line(shorten(reason))}" for path, reason in self.skipped]
+        lines += [f"warning: {warning}" for warning in self.warnings]
         return "\n".join(lines)
 
 

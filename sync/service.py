@@ -22,7 +22,8 @@ from typing import Any
 from opentelemetry import trace
 
 from rag import (
-    DocumentError, Embedder, Ownership, Provenance, Store, chunking_signature, inside, make_embedder, not_utf8,
+    DocumentError, Embedder, Ownership, Provenance, Store, chunking_signature, inside, left_out_pages, make_embedder,
+    not_utf8,
 )
 from state.db import StateUnavailable
 from state.sync_status import SyncStatus
@@ -157,6 +158,7 @@ def _sync_git(
     else:
         report.unchanged = store.counts()["documents"]
     _checkpoint(config, "after-write")
+    _warn_if_empty(report, store, root, config)
     _record_success(store, report, signature, git_root(config), started, commit=head,
                     commit_date=copy.commit_date(head), owners=owners.with_repository(copy.path, subdir))
     return report
@@ -185,6 +187,7 @@ def _sync_folder(
     applied = reconcile(store, embedder, config.rag, root, folder_provenance(root), rebuild)
     _fill(report, "reconcile", applied, "local folder")
     _checkpoint(config, "after-write")
+    _warn_if_empty(report, store, root, config)
     commit, commit_date = head_commit(root)  # as `docsbot index` records it (a folder outside git: none)
     _record_success(store, report, signature, str(root), started, commit=commit, commit_date=commit_date,
                     owners=Ownership(applied.owners).with_repository(root))
@@ -231,6 +234,16 @@ def _fill(report: SyncReport, mode: str, applied: Applied, reason: str = "") -> 
         setattr(report, counted.name, getattr(applied, counted.name))
     report.mode, report.reason = mode, reason
     report.chunks_embedded, report.chunks_reused = applied.stats.chunks_embedded, applied.stats.chunks_reused
+
+
+def _warn_if_empty(report: SyncReport, store: Store, root: Path, config: SyncConfig) -> None:
+    """A sync that leaves the index empty says why when the globs are the reason: the tree
+    holds pages of a format docsbot reads (a Sphinx tree under `DOCSBOT_INCLUDE=**/*.md`)."""
+    if store.counts()["documents"]:
+        return
+    left_out = left_out_pages(root, config.rag.docs.include, config.rag.docs.exclude)
+    if left_out is not None:
+        report.warnings.append(left_out.warning())
 
 
 def _checkpoint(config: SyncConfig, point: str) -> None:
