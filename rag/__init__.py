@@ -44,6 +44,8 @@ _EXPORTS: dict[str, str] = {
     # the index
     **dict.fromkeys(("Hit", "Index", "Store", "StoreError", "WriteRefused", "open_index", "read_tables",
                      "vector_array"), "rag.store"),
+    # what `docsbot status` shows of the index, read without LanceDB
+    **dict.fromkeys(("IndexSummary", "read_summary"), "rag.index_summary"),
     # retrieval (the eval's sweep replays it over cached searches)
     **dict.fromkeys(("HYBRID", "SIGNALS", "Found", "Mode", "Retrieval", "rank", "search_lists"), "rag.retrieval"),
 }
@@ -91,6 +93,7 @@ if TYPE_CHECKING:
     from rag.prompt import PROMPT_VERSION
     from rag.rebuild import rebuild_index
     from rag.spans import fences_balanced
+    from rag.index_summary import IndexSummary, read_summary
     from rag.unindexed import LeftOut, left_out_pages
     from rag.retrieval import HYBRID, SIGNALS, Found, Mode, Retrieval, rank, search_lists
     from rag.store import Hit, Index, Store, StoreError, WriteRefused, open_index, read_tables, vector_array

@@ -20,7 +20,7 @@ from sqlalchemy import BigInteger, Integer, String, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from rag import read_tables
+import rag  # its names load on use: LanceDB only when there is an old answer log to read
 from state.answers import AnswerRow, FeedbackRow
 from state.db import StateDB
 from state.schema import Base
@@ -85,7 +85,7 @@ def read_lancedb_answer_log(data_dir: str) -> tuple[list[dict[str, Any]], list[d
     the data dir has no such tables."""
     if "://" not in data_dir and not Path(data_dir).is_dir():
         return [], []
-    tables = read_tables(data_dir, ANSWERS, FEEDBACK)
+    tables = rag.read_tables(data_dir, ANSWERS, FEEDBACK)
     answers, feedback = tables[ANSWERS], tables[FEEDBACK]
     for row in answers:
         for name in _JSON_COLUMNS:

@@ -26,14 +26,16 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from rag import Store
 from state.db import StateDB, StateUnavailable
 from state.opening import open_state
 from state.leases import Leases
 from sync.config import LeaseConfig
 from sync.errors import SyncBusy, SyncError
+
+if TYPE_CHECKING:  # `docsbot status` imports the lease's name without loading LanceDB
+    from rag import Store
 
 log = logging.getLogger("docsbot.sync")
 

@@ -1,11 +1,14 @@
 """What `docsbot status` and `/docs status` show: the indexed commit and counts (from the index),
-the last sync's outcome, the writer holding the lease and the waiting requests (state store)."""
+the last sync's outcome, the writer holding the lease and the waiting requests (state store).
+
+`docsbot status` reads the index's part from its summary (rag.read_summary) when that is current,
+so that it need not load LanceDB (most of its start time); else from the index."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rag import Store, StoreError
+import rag  # its names load on use: the summary path never loads LanceDB
 from state.db import StateDB, StateUnavailable
 from state.opening import open_state
 from state.leases import Leases
@@ -14,6 +17,9 @@ from state.sync_status import SyncProgress, SyncStatus, iso
 from sync.config import SyncConfig
 from sync.lease import INDEX_WRITER
 from sync.report import short_commit
+
+if TYPE_CHECKING:
+    from rag import Store
 
 
 async def recorded_status(db: StateDB) -> dict[str, Any]:
@@ -40,21 +46,36 @@ def read_status(store: Store, recorded: dict[str, Any]) -> dict[str, Any]:
     "total"} of a running sync, see sync.progress). An index whose chunks cannot be read is
     reported (`index_error`), with no counts, rather than as 0 documents. Blocking (reads the
     index): run it in a thread from async code."""
+    return {"syncing": None, **index_status(store), **recorded}
+
+
+def index_status(store: Store) -> dict[str, Any]:
+    """The index's part of the status, read from the index."""
     meta = store.meta()
     try:
         counts: dict[str, int | None] = dict(store.counts())
         error = None
-    except StoreError as exc:
+    except rag.StoreError as exc:
         counts, error = {"documents": None, "chunks": None}, str(exc)
     return {
-        "syncing": None,
         "mirror": store.mirror.status() if store.mirror is not None else None,
         "commit": meta.get("commit"),
         "commit_date": meta.get("commit_date"),
         **counts,
         "index_error": error,
-        **recorded,
     }
+
+
+def summary_status(uri: str) -> dict[str, Any]:
+    """The index's part of the status from its summary when that is current, else from the index."""
+    try:
+        summary, _ = rag.read_summary(uri)
+    except OSError:  # a bucket that cannot be read: the index read says why
+        summary = None
+    if summary is None:
+        return index_status(rag.Store(uri))
+    return {"mirror": None, "commit": summary.commit, "commit_date": summary.commit_date,
+            "documents": summary.documents, "chunks": summary.chunks, "index_error": None}
 
 
 async def current_status(store: Store, db: StateDB) -> dict[str, Any]:
@@ -64,15 +85,16 @@ async def current_status(store: Store, db: StateDB) -> dict[str, Any]:
 def load_status(config: SyncConfig) -> dict[str, Any]:
     """The whole status, from synchronous code (`docsbot status`)."""
     async def load() -> dict[str, Any]:
-        store = Store(config.data_dir)
         try:
             db = await open_state(config.state)
         except StateUnavailable as exc:  # the index's part can still be shown
-            return await asyncio.to_thread(read_status, store, unavailable(str(exc)))
-        try:
-            return await current_status(store, db)
-        finally:
-            await db.close()
+            recorded = unavailable(str(exc))
+        else:
+            try:
+                recorded = await recorded_status(db)
+            finally:
+                await db.close()
+        return {"syncing": None, **summary_status(config.data_dir), **recorded}
 
     return asyncio.run(load())
 

@@ -14,11 +14,17 @@ from docsbot.errors import UserError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from docsbot.wiring import database_url
+from state import db as state_db
 from state.db import StateDB, StateUnavailable, _async_engine, alembic_config, migrate, redacted
 from state.opening import open_state
 from tests.support.settings import REPO, make_settings
 
 HEAD = ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def test_the_head_revision_read_without_alembic_is_alembics() -> None:
+    # A current database is opened without Alembic; that must not skip a migration added later.
+    assert state_db.HEAD == HEAD
 
 
 def test_the_default_is_a_sqlite_file_beside_a_local_index(tmp_path: Path) -> None:

@@ -38,29 +38,20 @@ import pyarrow.fs as pafs
 from rag.config import IndexConfig
 from rag.store.schema import CHUNKS, META
 from rag.store.search import Store
+from rag.index_summary import VERSIONS, listed_manifests, manifest_identity, manifest_version
 
 log = logging.getLogger("docsbot.index")
 
 MIRRORED = (CHUNKS, META)  # what searches and status read; the vector cache stays in the bucket
-VERSIONS = "_versions"
 WRITERS_ONLY = "_transactions/"  # read when committing, never by a search
 PARTIAL = ".partial"
 STATE = "mirror.json"
 MIN_REFRESH_S = 1.0  # DOCSBOT_INDEX_REFRESH_S=0 (check on every read) must not list the bucket in a busy loop
 COPY_THREADS = 8  # object stores answer many small GETs in parallel much faster than in turn
-V2_NAME_DIGITS = 20  # Lance's V2 manifest names: u64::MAX - version, zero-padded to 20 digits
 
 
 class MirrorUnavailable(RuntimeError):
     """The bucket could not be listed or a file could not be copied (message says why)."""
-
-
-def manifest_version(name: str) -> int | None:
-    """The table version a `_versions/` file name stands for (both of Lance's naming schemes)."""
-    stem, dot, suffix = name.rpartition(".")
-    if not dot or suffix != "manifest" or not stem.isdigit():
-        return None
-    return 2**64 - 1 - int(stem) if len(stem) == V2_NAME_DIGITS else int(stem)
 
 
 @dataclass(frozen=True)
@@ -134,10 +125,10 @@ class IndexMirror:
 
     def _refresh(self, current: Snapshot | None) -> Snapshot | None:
         self._connect()
-        manifests = self._newest_manifests()
+        manifests = listed_manifests(self._connect(), self.root, MIRRORED)
         if CHUNKS not in manifests:
             return None
-        identity = {t: f"{info.base_name} {info.size} {info.mtime_ns}" for t, info in manifests.items()}
+        identity = {t: manifest_identity(info.base_name, info.size, info.mtime_ns) for t, info in manifests.items()}
         if current is not None and current.manifests == identity:
             return current
         started = time.monotonic()
@@ -155,16 +146,6 @@ class IndexMirror:
         log.info("index mirror: copied %d files (%.0f kB) of %s in %.2f s",
                  len(copied), sum(copied) / 1e3, _describe(versions), time.monotonic() - started)
         return snapshot
-
-    def _newest_manifests(self) -> dict[str, pafs.FileInfo]:
-        newest: dict[str, pafs.FileInfo] = {}
-        for table in MIRRORED:
-            selector = pafs.FileSelector(f"{self.root}/{table}.lance/{VERSIONS}", allow_not_found=True)
-            infos = [i for i in self._connect().get_file_info(selector)
-                     if i.type == pafs.FileType.File and manifest_version(i.base_name) is not None]
-            if infos:
-                newest[table] = max(infos, key=lambda i: manifest_version(i.base_name) or 0)
-        return newest
 
     def _files(self, table: str) -> list[str]:
         """The table's data, deletion and index files (relative to the index root)."""

@@ -4,11 +4,13 @@ the per-document and per-row reads that need no ranking.
 Tables: `chunks` (searched), `vectors` (embedding cache keyed by text hash, so no text is ever
 embedded twice) and `meta` (model, dimension, chunking, indexed commit, last sync outcome).
 Every write of chunks is one `merge_insert`, so a reader sees a document's old chunks or its new
-ones, never neither, and a writer killed half-way leaves the previous version in place.
+ones, never neither, and a writer killed half-way leaves the previous version in place. After
+each commit to chunks or meta the summary beside the tables is rewritten (rag/index_summary.py).
 """
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Iterable
@@ -18,13 +20,17 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree
 
-from rag.store.errors import IndexMismatch, IndexMissing, WriteRefused, store_errors
+from rag.store.errors import IndexMismatch, IndexMissing, StoreError, WriteRefused, store_errors
 from rag.store.schema import (CHUNKS, META, ROW_COLUMNS, ROW_DEFAULTS, VECTORS, access_filter, meta_table, sql_list,
                               vector_array, vector_matrix)
+from rag.index_summary import IndexSummary, current_manifests, write_summary
 
 if TYPE_CHECKING:
     from rag.store.ann import AnnState
     from rag.store.mirror import MirroredIndex
+
+log = logging.getLogger("docsbot.index")
+SUMMARISED = (CHUNKS, META)  # the tables the summary describes: what `docsbot status` shows
 
 
 def index_chunks(table: Any) -> None:
@@ -130,6 +136,7 @@ class Tables:
             self._view.tables[META] = self._db.create_table(META, data)
         else:
             table.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(data)
+        self._summarise()
 
     def check_embedding(self, model: str, dim: int) -> dict[str, Any]:
         """The index's metadata; IndexMismatch when it was built with another embedding model."""
@@ -224,6 +231,22 @@ class Tables:
         self._view.reader = None
         self._ann = None
         self._census = None
+        self._summarise()
+
+    def _summarise(self) -> None:
+        """Rewrite the summary after a commit. A summary that cannot be written is only slower
+        to do without (`docsbot status` then sees that it is older than the index, and reads
+        the index): one warning, and the write that was made stands."""
+        try:
+            # Listed first: a commit landing while this counts makes the summary older, never wrong.
+            manifests = current_manifests(self.uri, SUMMARISED)
+            meta, counts = self.meta(), self.counts()
+            write_summary(self.uri, IndexSummary(counts["documents"], counts["chunks"], meta.get("commit"),
+                                                 meta.get("commit_date"), manifests))
+        except (StoreError, OSError) as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            log.warning("could not write the summary of the index at %s (%s): `docsbot status` reads the index "
+                        "instead until the next write", self.label, reason)
 
     # -- reads --------------------------------------------------------------------------------
     async def rows(self, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -312,9 +335,11 @@ class Tables:
         return self.chunks().count_rows()
 
     def counts(self) -> dict[str, int]:
+        """Documents (each has one first chunk: counting those reads one int column, 2-4 ms at
+        100k rows against ~100 ms for listing the documents) and chunks."""
         if not self.exists():
             return {"documents": 0, "chunks": 0}
-        return {"documents": len(self.doc_hashes()), "chunks": self.chunk_count()}
+        return {"documents": self.chunks().count_rows("ordinal = 0"), "chunks": self.chunk_count()}
 
 
 def _add_columns(table: Any, schema: pa.Schema) -> None:
