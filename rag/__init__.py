@@ -25,9 +25,10 @@ _EXPORTS: dict[str, str] = {
                      "LinkConfig", "RagConfig", "RerankConfig", "RetrievalConfig"), "rag.config"),
     **dict.fromkeys(("LLM_ERROR_KINDS", "RagEvents", "install_events"), "rag.events"),
     # documents and indexing
-    **dict.fromkeys(("HIDDEN", "NOT_UTF8_NAME", "AccessRules", "Document", "DocumentError", "check_pattern",
-                     "in_scope", "inside", "load_folder", "matches", "not_utf8", "parse_document", "read_document",
-                     "shorten", "shown_path", "too_long"), "rag.documents"),
+    **dict.fromkeys(("AccessRules", "Document", "DocumentError", "inside", "load_folder", "parse_document",
+                     "read_document", "shorten"), "rag.documents"),
+    **dict.fromkeys(("HIDDEN", "NOT_UTF8_NAME", "check_pattern", "in_scope", "matches", "not_utf8", "shown_path",
+                     "too_long"), "rag.paths"),
     **dict.fromkeys(("chunk_document", "sections"), "rag.chunking"),
     **dict.fromkeys(("LeftOut", "left_out_pages"), "rag.unindexed"),
     # document formats: which suffixes are read, and by which parser
@@ -75,9 +76,9 @@ if TYPE_CHECKING:
         RerankConfig, RetrievalConfig,
     )
     from rag.documents import (
-        HIDDEN, NOT_UTF8_NAME, AccessRules, Document, DocumentError, check_pattern, in_scope, inside, load_folder,
-        matches, not_utf8, parse_document, read_document, shorten, shown_path, too_long,
+        AccessRules, Document, DocumentError, inside, load_folder, parse_document, read_document, shorten,
     )
+    from rag.paths import HIDDEN, NOT_UTF8_NAME, check_pattern, in_scope, matches, not_utf8, shown_path, too_long
     from rag.formats import default_include, format_for, suffixes
     from rag.embeddings import Embedder, EmbeddingError, LocalMiniLM, bulk_threads, length_batches, make_embedder
     from rag.engine import Engine, History

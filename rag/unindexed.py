@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Sequence
 
-from rag.documents import matches
+from rag.paths import matches
 from rag.formats.registry import format_for, suffixes
 
 MAX_FOLDERS = 5_000  # a huge tree is not walked to its end for a hint

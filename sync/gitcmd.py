@@ -82,7 +82,7 @@ def git_records(cwd: Path, *args: str) -> Generator[str, None, None]:
     """NUL-terminated records of a git command run with `-z`, as they come; closing the iterator
     early stops git. Any byte but NUL can be in a file name, a newline included, and a name need
     not be UTF-8: its other bytes are decoded as surrogate escapes, as Python's os functions do,
-    so the name still opens the file and the sync skips it with a reason (rag.documents.not_utf8)."""
+    so the name still opens the file and the sync skips it with a reason (rag.paths.not_utf8)."""
     with tempfile.TemporaryFile() as errors:
         try:
             proc = subprocess.Popen(

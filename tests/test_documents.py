@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.documents import AccessRules, DocumentError, glob_match, load_folder, parse_document, scan_folder
+from rag.documents import AccessRules, DocumentError, load_folder, parse_document
+from rag.paths import glob_match, scan_folder
 from rag.levels import Level
 
 RULES = AccessRules({"public/**": Level.public, "team/*.md": Level.team})

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from docsbot.wiring import sync_config
 from eval.bench_sync import commit_files, index_rows
-from rag.documents import NOT_UTF8_NAME
+from rag.paths import NOT_UTF8_NAME
 from rag.embeddings import LocalMiniLM
 from state.opening import open_state
 from state.sync_requests import SyncRequests

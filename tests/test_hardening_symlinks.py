@@ -11,7 +11,8 @@ import pytest
 
 from docsbot.cli import main
 from eval.bench_sync import commit_files, index_rows
-from rag.documents import HIDDEN, SYMLINK, AccessRules, DocumentError, load_folder, read_document
+from rag.documents import AccessRules, DocumentError, load_folder, read_document
+from rag.paths import HIDDEN, SYMLINK
 from rag.levels import Level
 from tests.support.sync import new_repo
 
