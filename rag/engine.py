@@ -28,6 +28,7 @@ from rag.levels import Level
 from rag.owners import Ownership, front_matter_of
 from rag.store.mirror import open_index
 from rag.prompt import Source, select_sources
+from rag.sourcing import span_sources
 from rag.rerank import Reranker, make_reranker
 from rag.retrieval import Candidate, Languages, Mode, Retrieval, languages_for, retrieve
 from rag.store import Store, StoreError
@@ -228,6 +229,9 @@ class Engine:
         candidates = [c for _, c in chosen]
         known = links_in([source.text for source in sources]
                          + [link or "" for c in candidates for link in (c.row["url"], c.row.get("page_url"))])
+        if self.generator.reads_spans:  # a model reads the spans the extractive answerer would quote
+            spans = span_sources(answer.question, sources, turns, self.config.answer.context_budget_chars)
+            sources, candidates = [s for s, _ in spans], [candidates[i] for _, i in spans]
         gate = StreamGate(on_text, len(sources), known) if on_text else None
         started = time.perf_counter()
         try:

@@ -14,14 +14,15 @@ import math
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rag.followup import heuristic_query
 from rag.kinds import fits_kind, question_kind
-from rag.procedures import (Picked, Quote, Section, acting, choose_span, number_fit, qualifier, render,
-                            runbook_weights, step_quotes)
+from rag.procedures import (Picked, Quote, Section, acting, action_weights, choose_span, cut, number_fit, qualifier,
+                            qualifying, render, runbook_weights)
 from rag.prompt import DECLINE_MARKER, Source
 from rag.spans import parse, resolve_links
+from rag.steps import step_quotes
 from rag.terms import content_terms, matched_terms, question_terms
 
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -56,6 +57,27 @@ def gather(sources: list[Source]) -> list[Section]:
             for unit in parsed.units:
                 unit.text = resolve_links(unit.text, links[section.doc])
     return sections
+
+
+def _asked(question: str, history: Sequence[tuple[str, str]]) -> tuple[str | None, set[str]]:
+    """The question's kind, and the words it asks about (a follow-up's with its thread's)."""
+    kind = question_kind(question)
+    asked = set(content_terms(heuristic_query(question, list(history))))
+    if kind == "reason":  # "why did we choose X": the choice is given, its reason is asked
+        asked.discard("decide")
+    return kind, asked
+
+
+def _named_verb_first(scored: list[Picked], actions: dict[int, float]) -> list[Picked]:
+    """A section whose heading names the asked verb ("how do I scale it out?" → "Scale out") is
+    chosen first within its page, but never lifted over another page: its score rises at most
+    to just above its page's best ("how do I authenticate with a client certificate?" is not
+    answered by the Authentication page because of the verb)."""
+    best: dict[str, float] = {}
+    for p in scored:
+        best[p.section.doc] = max(best.get(p.section.doc, 0.0), p.score)
+    return [replace(p, score=min(p.score * w, best[p.section.doc] * (1 + 1e-9)))
+            if (w := actions.get(id(p.section), 1.0)) != 1.0 else p for p in scored]
 
 
 def _words(text: str) -> set[str]:
@@ -105,6 +127,7 @@ class ExtractiveAnswerer:
     procedure_chars: int = 1200  # a procedure, a table: cut at a step or row boundary beyond it
     kind_bonus: float = 1.0
     name: str = "extractive"
+    reads_spans: bool = False  # it chooses its spans from the chunks
 
     async def generate(self, question: str, sources: list[Source], history: list[tuple[str, str]],
                        on_text: Callable[[str], Awaitable[None]] | None = None) -> str:
@@ -113,10 +136,7 @@ class ExtractiveAnswerer:
 
     def answer(self, question: str, sources: list[Source], history: Sequence[tuple[str, str]] = ()) -> str:
         """The answer text, or DECLINE_MARKER (with the near miss) when the sources do not answer."""
-        kind = question_kind(question)
-        asked = set(content_terms(heuristic_query(question, list(history))))
-        if kind == "reason":  # "why did we choose X": the choice is given, its reason is asked
-            asked.discard("decide")
+        kind, asked = _asked(question, history)
         sections = gather(sources)
         scored, vocabulary = self._score(question, kind, asked, sections)
         if not scored:
@@ -139,6 +159,36 @@ class ExtractiveAnswerer:
         if weak(question, asked, vocabulary, f"{best.section.title} {best.section.path} {best.unit.text} {first.text}"):
             return f"{DECLINE_MARKER} (closest: {best.section.title} › {best.section.path})"
         return render(quotes)
+
+    def spans(self, question: str, sources: list[Source],
+              history: Sequence[tuple[str, str]] = ()) -> tuple[list[list[Quote]], list[Section]]:
+        """What it would quote from each section were it the best: its span (a procedure whole,
+        a table with its header; with a "Step n" page's other steps in order; all of the section
+        when that fits `max_chars`: nothing to cut, nothing left out) and the section that
+        qualifies a rule it states, whole. Groups come best first, each section in one; also
+        returned: the sections none of them quotes (no unit shares a question word)."""
+        kind, asked = _asked(question, history)
+        sections = gather(sources)
+        scored, _ = self._score(question, kind, asked, sections)
+        acts = acting(kind, question)
+        groups: list[list[Quote]] = []
+        quoted: set[int] = set()
+        for best in scored:
+            if id(best.section) in quoted:
+                continue
+            steps = step_quotes(best, sections, asked, question, self.procedure_chars) if acts else None
+            whole = cut(best.section, best.section.runs[best.run].units, self.max_chars)
+            span = whole if not whole.note else self._span(best, scored, acts, asked, question)
+            quotes = [q for q in steps or [] if id(q.section) not in quoted]
+            if not any(q.section is best.section for q in quotes):  # e.g. the option a step's quote left out
+                quotes = [span]
+            if (found := qualifying(quotes, sections)) is not None and id(found[1]) not in quoted:
+                rule = cut(found[1], found[1].runs[0].units, self.max_chars)
+                rule.label = f"*{found[1].own}:*"
+                quotes.append(rule)
+            quoted |= {id(q.section) for q in quotes}
+            groups.append(quotes)
+        return groups, [s for s in sections if id(s) not in quoted]
 
     def _span(self, best: Picked, scored: list[Picked], acts: bool, asked: set[str], question: str) -> Quote:
         return choose_span(best, [p for p in scored if p.section is best.section], acts, asked, question,
@@ -166,6 +216,7 @@ class ExtractiveAnswerer:
         idf = {t: math.log(1 + len(candidates) / df[t]) for t in df}
         top = max((s.similarity for s in sections), default=0.0)
         weights = runbook_weights(question, sections)
+        actions = action_weights(question, sections)
         scored = []
         for order, (section, run, index, mine, overlap, own_terms, outer_terms) in enumerate(candidates):
             if not overlap and not own_terms and not outer_terms:
@@ -181,5 +232,6 @@ class ExtractiveAnswerer:
             fit = fits_kind(kind, section.path, unit.text if mine or kind != "reason" else "")
             bonus = self.kind_bonus * fit + 0.5 * number_fit(question, unit.text)
             scored.append(Picked(relevance * (1 + bonus), order, section, run, index, frozenset(overlap | own_terms)))
+        scored = _named_verb_first(scored, actions)
         scored.sort(key=lambda p: (-p.score, p.order))
         return scored, vocabulary

@@ -2,7 +2,7 @@
 
 The extractive answerer (rag/extractive.py) needs no model and no key: it quotes the spans of
 the selected sources that answer the question, each with its citation. It cannot paraphrase,
-combine facts or reason.
+combine facts or reason. A model is given those same spans as its sources (rag/sourcing.py).
 """
 from __future__ import annotations
 
@@ -38,6 +38,9 @@ TextSink = Callable[[str], Awaitable[None]]  # receives the answer's text as it 
 
 class Generator(Protocol):
     name: str
+    # True: the engine gives it the spans the extractive answerer would quote (rag/sourcing.py);
+    # False: the chunks (the extractive answerer chooses its spans from them itself).
+    reads_spans: bool
 
     async def generate(
         self, question: str, sources: list[Source], history: list[tuple[str, str]], on_text: TextSink | None = None
@@ -117,6 +120,8 @@ class OpenAIChat:
     """Chat completions with a per-attempt timeout, a total deadline, and bounded retries with
     exponential backoff that honour Retry-After. A reply that is not a completion (garbage, an
     HTML page, no choices, a stream that breaks off) is a ProviderError like an outage."""
+
+    reads_spans = True
 
     def __init__(self, endpoint: LLMConfig) -> None:
         self._chat = AsyncChatClient(endpoint)

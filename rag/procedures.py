@@ -3,15 +3,17 @@
 - A lead-in ("via the following command:") comes with what it introduces, and a code block or a
   list with its lead-in; a note right after the span (Note, Warning, Unless) comes with it.
 - For "how do I" and runbook action questions, a procedure is quoted whole up to a budget: a
-  numbered list, a list whose items carry code, a run of code blocks with their lead-ins, or the
-  "Step n" sections of a page (in step order, the sub-section that fits the question best). When
-  it must be cut, it is cut at a step boundary and says which steps are left ("… (steps 5–7 in
-  the doc)"), the citation being the link. Code blocks are never cut; one whose closing fence is
-  missing from the sources is not quoted.
+  numbered list, a list whose items carry code, or a run of code blocks with their lead-ins (a
+  procedure over several sections, "Step n" ones, is rag/steps.py's). When it must be cut, it is
+  cut at a step boundary and says which steps are left ("… (steps 5–7 in the doc)"), the citation
+  being the link. Code blocks are never cut; one whose closing fence is missing from the sources
+  is not quoted.
 - A table answers by row (the question names a row's key: its first cell, or a number that fits
   a bound a row states) or whole (it asks about the table: its first rows, and how many more).
 - A rule comes with the sections of its page that qualify it (Exceptions, Caveats, ...): quoted
   where they share the question's words, else named.
+- Runbook sections (the openshift/runbooks convention: Meaning, Impact, Diagnosis, Mitigation)
+  answer the kinds of question they are for.
 """
 from __future__ import annotations
 
@@ -23,7 +25,6 @@ from rag.kinds import question_kind
 from rag.spans import Parsed, Table, Unit, is_code, row_text, table_text
 from rag.terms import content_terms, matched_terms, question_terms
 
-_STEP = re.compile(r"^step\s*(\d+)\b", re.I)
 _QUALIFIER = re.compile(r"\b(exceptions?|caveats?|limitations?|warnings?|notes?|unless|requires? approval)\b", re.I)
 _RULE = re.compile(r"\b(?:no|not|never|must|only|allowed|requires?|needs?|forbidden|cannot|may)\b", re.I)
 # Runbook sections and the questions they answer (the openshift/runbooks convention).
@@ -37,6 +38,7 @@ RUNBOOK_KINDS = (
     ("meaning", re.compile(r"\bwhat does\b.*\bmean\b|\bmeaning\b|\bwhat is (?:the )?alert\b", re.I)),
     ("impact", re.compile(r"\bimpact\b|\bwhat happens\b|\baffect", re.I)),
 )
+_ACTION = re.compile(r"\bhow (?:do|can|should|would) (?:i|we|you) ([a-z][\w-]*)|\bhow to ([a-z][\w-]*)", re.I)
 _NUMBER = r"(\d[\d,]*(?:\.\d+)?)"
 _OVER = re.compile(rf"\b(?:over|above|more than|greater than|exceeding)\s*[€$£]?\s*{_NUMBER}|>\s*[€$£]?{_NUMBER}", re.I)
 _UNDER = re.compile(rf"\b(?:up to|under|below|less than|at most|max(?:imum)?)\s*[€$£]?\s*{_NUMBER}"
@@ -125,12 +127,21 @@ def runbook_weights(question: str, sections: list[Section]) -> dict[int, float]:
             if s.doc in pages and (name := runbook_section(s.path)) is not None}
 
 
+def action_weights(question: str, sections: list[Section]) -> dict[int, float]:
+    """By id of section: a "how do I <verb> ..." question is answered first by a section whose
+    own heading names that verb ("how do I scale it out?" → "Scale out", "how do I defragment
+    ...?" → "Defrag"), which weighs double, over one that only shares the question's nouns."""
+    match = _ACTION.search(question)
+    verb = set(content_terms(match.group(1) or match.group(2))) if match else set()
+    return {id(s): 2.0 for s in sections if verb and matched_terms(verb, set(content_terms(s.own)))}
+
+
 def acting(kind: str | None, question: str) -> bool:
     """Whether the question asks for something to do: steps, a mitigation, a diagnosis."""
     return kind == "steps" or runbook_kind(question) in ("mitigation", "diagnosis")
 
 
-def _has_code(unit: Unit) -> bool:
+def has_code(unit: Unit) -> bool:
     return unit.kind == "code" or "\n```" in unit.text or "\n~~~" in unit.text
 
 
@@ -150,9 +161,9 @@ def procedure_range(parsed: Parsed, i: int) -> tuple[int, int] | None:
     unit = units[i]
     if unit.kind == "item":
         lo, hi = _block_range(units, i)
-        if hi > lo and (unit.block in parsed.numbered or any(_has_code(u) for u in units[lo:hi + 1])):
+        if hi > lo and (unit.block in parsed.numbered or any(has_code(u) for u in units[lo:hi + 1])):
             return lo, hi
-    code = [j for j, u in enumerate(units) if _has_code(u)]
+    code = [j for j, u in enumerate(units) if has_code(u)]
     if len(code) >= 2 and code[0] - 1 <= i <= code[-1] + 1:
         return code[0], code[-1]
     return None
@@ -223,7 +234,7 @@ def choose_span(best: Picked, picks: list[Picked], acts: bool, asked: set[str], 
     elif acts and runbook_section(section.path) in wanted_sections(question):  # what to do, in prose
         lo, budget = 0, procedure_chars
     lo, hi = widen(units, lo, hi)
-    if any(_has_code(u) or u.step for u in units[lo:hi + 1]):
+    if any(has_code(u) or u.step for u in units[lo:hi + 1]):
         budget = max(budget, procedure_chars)
     return cut(section, units[lo:hi + 1], budget)
 
@@ -273,116 +284,49 @@ def _whole_table(section: Section, units: list[Unit], table: Table, start: int, 
     return Quote(section, text, f"… ({left} more rows in the doc)" if left else "")
 
 
-def step_number(path: str) -> tuple[int, int] | None:
-    """(depth, n) of the "Step n" heading in a heading path, if any."""
-    for depth, part in enumerate(path.split(" › ")):
-        if match := _STEP.match(part.strip()):
-            return depth, int(match.group(1))
-    return None
-
-
-def step_quotes(best: Picked, sections: list[Section], asked: set[str], question: str,
-                budget: int) -> list[Quote] | None:
-    """A page's "Step n" sections in step order, when the best unit is in one and the question is
-    about the whole procedure (not about one step's own heading): each step's span, from the
-    sub-section whose heading names the question (else the first; the others named), cut at a
-    step boundary. Likewise the sub-sections of the runbook section the question asks for
-    (Mitigation › Capacity planning, Mitigation › Defrag), in document order."""
-    parts = best.section.path.split(" › ")
-    found = step_number(best.section.path)
-    if found is None:
-        return _runbook_quotes(best, sections, question, budget)
-    depth = found[0]
-    page = matched_terms(asked, set(content_terms(f"{best.section.title} {' '.join(parts[:depth])}")))
-    if matched_terms(asked, set(content_terms(parts[depth]))) - page:
-        return None
-    steps: dict[int, list[Section]] = {}
-    for s in sections:
-        if s.doc == best.section.doc and (where := step_number(s.path)) and where[0] == depth:
-            steps.setdefault(where[1], []).append(s)
-    groups = []
-    for n in sorted(steps):
-        with_text = [s for s in sorted(steps[n], key=lambda s: s.ordinal) if s.runs and s.runs[0].units]
-        if with_text:
-            chosen = max(with_text,
-                         key=lambda s: (len(matched_terms(asked, set(content_terms(s.own))) - page), -s.ordinal))
-            others = [s.own for s in with_text if s is not chosen and s.path.count(" › ") > depth]
-            label = ("*" + " › ".join(chosen.path.split(" › ")[depth:]) + "*"
-                     + (f" (or: {', '.join(others)})" if others else ""))
-            groups.append((n, chosen, label))
-    return _sequence(groups, budget)
-
-
-def _runbook_quotes(best: Picked, sections: list[Section], question: str, budget: int) -> list[Quote] | None:
-    parts = best.section.path.split(" › ")
-    name = runbook_section(best.section.path)
-    if name is None or name not in wanted_sections(question) or len(parts) < 2:
-        return None
-    top = next(i for i, part in enumerate(parts) if part.strip().lower().startswith(name))
-    under = [s for s in sorted(sections, key=lambda s: s.ordinal) if s.doc == best.section.doc
-             and s.path.split(" › ")[:top + 1] == parts[:top + 1] and s.runs and s.runs[0].units]
-    return _sequence([(0, s, "*" + " › ".join(s.path.split(" › ")[top:]) + "*") for s in under], budget)
-
-
-def _sequence(groups: list[tuple[int, Section, str]], budget: int) -> list[Quote] | None:
-    """One quote per (step number or 0, section, label), in order, until the budget is spent;
-    the last says what is left. None unless two or more fit."""
-    quotes: list[Quote] = []
-    used = 0
-    for position, (n, section, label) in enumerate(groups):
-        quote = cut(section, _step_units(section.runs[0]), budget)
-        quote.label = label
-        size = len(quote.text) + len(label)
-        if quotes and used + size > budget:
-            rest = [m for m, _, _ in groups[position:] if m]
-            quotes[-1].note = ("… (more in the doc)" if not rest else f"… (step {rest[0]} in the doc)" if len(rest) == 1
-                               else f"… (steps {rest[0]}–{rest[-1]} in the doc)")
-            break
-        quotes.append(quote)
-        used += size
-    return quotes if len(quotes) > 1 else None
-
-
-def _step_units(parsed: Parsed) -> list[Unit]:
-    """What a step is quoted by: all of it when short, else its commands with their lead-ins."""
-    units = parsed.units
-    if sum(len(u.text) for u in units) <= 400:
-        return units
-    keep = [i for i, u in enumerate(units) if _has_code(u) or u.step]
-    if not keep:
-        return units[:2]
-    chosen: set[int] = set()
-    for i in keep:
-        lo, hi = widen(units, i, i)
-        chosen.update(range(lo, hi + 1))
-    return [units[i] for i in sorted(chosen)]
-
-
-def qualifier(quotes: list[Quote], sections: list[Section], asked: set[str], max_chars: int) -> Quote | None:
-    """The section of a quote's page that qualifies a rule it states (Exceptions,
-    Caveats, ...): its units that share the question's words (other than the page title's),
-    else its name."""
+def qualifying(quotes: list[Quote], sections: list[Section]) -> tuple[Quote, Section] | None:
+    """The first quote that states a rule, and the section of its page that qualifies it
+    (Exceptions, Caveats, ...), when one is among the sections and not quoted already."""
     ruled = next((q for q in quotes if _RULE.search(q.text)), None)
     if ruled is None:
         return None
-    first = ruled.section
-    specific = asked - matched_terms(asked, set(content_terms(first.title)))
     quoted = {id(q.section) for q in quotes}
-    for s in sections:
-        if s.doc != first.doc or id(s) in quoted or not _QUALIFIER.search(s.own):
-            continue
-        units = s.runs[0].units
-        mine = [i for i, u in enumerate(units) if matched_terms(specific, set(content_terms(u.text)))]
-        if mine:
-            lo, hi = widen(units, mine[0], mine[-1])
-            quote = cut(s, units[lo:hi + 1], max_chars)
-            quote.label = f"*{s.own}:*"
-            return quote
-        return Quote(s, f"{s.own.capitalize()} apply: see {s.title} › {s.path}")
-    return None
+    found = next((s for s in sections if s.doc == ruled.section.doc and id(s) not in quoted
+                  and _QUALIFIER.search(s.own)), None)
+    return (ruled, found) if found is not None else None
+
+
+def qualifier(quotes: list[Quote], sections: list[Section], asked: set[str], max_chars: int) -> Quote | None:
+    """The section of a quote's page that qualifies a rule it states (see `qualifying`): its
+    units that share the question's words (other than the page title's), else its name."""
+    if (found := qualifying(quotes, sections)) is None:
+        return None
+    ruled, s = found
+    specific = asked - matched_terms(asked, set(content_terms(ruled.section.title)))
+    units = s.runs[0].units
+    mine = [i for i, u in enumerate(units) if matched_terms(specific, set(content_terms(u.text)))]
+    if mine:
+        lo, hi = widen(units, mine[0], mine[-1])
+        quote = cut(s, units[lo:hi + 1], max_chars)
+        quote.label = f"*{s.own}:*"
+        return quote
+    return Quote(s, f"{s.own.capitalize()} apply: see {s.title} › {s.path}")
 
 
 _FENCED = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$", re.S | re.M)
+
+
+def with_note(text: str, note: str) -> str:
+    """Text with a note after it: on a line of its own after a closing fence (a fence line with
+    text after it closes nothing), else after a space."""
+    if not note:
+        return text
+    return text + ("\n" if is_code(text.rsplit("\n", 1)[-1]) else " ") + note
+
+
+def quote_text(quote: Quote, text: str) -> str:
+    """A quote's text (or what is left of it) with its label before it and its note after it."""
+    return (quote.label + "\n" if quote.label else "") + with_note(text, quote.note)
 
 
 def render(quotes: list[Quote]) -> str:
@@ -400,8 +344,7 @@ def render(quotes: list[Quote]) -> str:
         text = _FENCED.sub(once, quote.text).strip()
         if not text:
             continue
-        if quote.note:
-            text += "\n" + quote.note if is_code(text.rsplit("\n", 1)[-1]) else " " + quote.note
+        text = quote_text(quote, text)
         end = "\n" if is_code(text.rsplit("\n", 1)[-1]) else " "
-        parts.append((quote.label + "\n" if quote.label else "") + f"{text}{end}[{quote.section.n}]")
+        parts.append(f"{text}{end}[{quote.section.n}]")
     return "\n".join(parts)

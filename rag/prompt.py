@@ -1,7 +1,8 @@
 """The prompt: numbered, delimited sources that are data, never instructions.
 
 Source text cannot close or open our delimiters (they are neutralised), chunks that read like
-instructions to an AI are dropped and counted, and the sources fit a character budget.
+instructions to an AI are dropped and counted, and the sources fit a character budget. What a
+model reads as a source is a span of those chunks (rag/sourcing.py).
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-PROMPT_VERSION = "2026-11-29.1"
+PROMPT_VERSION = "2026-12-03.1"  # the sources are spans, not chunks (rag/sourcing.py)
 DECLINE_MARKER = "NOT_IN_DOCS"
 
 SYSTEM_PROMPT = f"""You answer colleagues' questions about the team's internal documentation.
