@@ -14,6 +14,7 @@ object storage): this module must stay cheap to import.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
 SUMMARY = "summary.json"
-FORMAT = 1  # raised when the fields change: a summary of another format is not read
+FORMAT = 2  # raised when the fields change: a summary of another format is not read
 VERSIONS = "_versions"
+DATA_FOLDERS = ("data", "_deletions")  # what a read of the table opens besides its manifest
 V2_NAME_DIGITS = 20  # Lance's V2 manifest names: u64::MAX - version, zero-padded to 20 digits
 
 
@@ -85,13 +87,39 @@ def listed_manifests(fs: pafs.FileSystem, root: str, tables: tuple[str, ...]) ->
 
 
 def current_manifests(uri: str, tables: tuple[str, ...]) -> dict[str, str | None]:
-    """table -> identity of its newest manifest now (None: the table does not exist)."""
+    """table -> identity of its newest manifest now, with the names and sizes of the data files
+    it can read (a data file deleted or cut short since, with no new commit, is a damaged index
+    that the summary must not hide); None: the table does not exist."""
     if "://" in uri:
         fs, root = _filesystem(uri)
         listed = listed_manifests(fs, root, tables)
-        return {t: manifest_identity(listed[t].base_name, listed[t].size, listed[t].mtime_ns) if t in listed else None
-                for t in tables}
-    return {table: _newest_local(Path(uri) / f"{table}.lance" / VERSIONS) for table in tables}
+        return {t: f"{manifest_identity(listed[t].base_name, listed[t].size, listed[t].mtime_ns)} "
+                   f"{_remote_files(fs, f'{root}/{t}.lance')}" if t in listed else None for t in tables}
+    found = {table: _newest_local(Path(uri) / f"{table}.lance" / VERSIONS) for table in tables}
+    return {t: f"{found[t]} {_local_files(Path(uri) / f'{t}.lance')}" if found[t] else None for t in tables}
+
+
+def _digest(files: list[tuple[str, int]]) -> str:
+    return hashlib.sha256("\n".join(f"{name} {size}" for name, size in sorted(files)).encode()).hexdigest()[:16]
+
+
+def _local_files(table: Path) -> str:
+    files = []
+    for folder in DATA_FOLDERS:
+        try:
+            files += [(f"{folder}/{e.name}", e.stat().st_size) for e in os.scandir(table / folder) if e.is_file()]
+        except FileNotFoundError:
+            continue
+    return _digest(files)
+
+
+def _remote_files(fs: pafs.FileSystem, table: str) -> str:
+    import pyarrow.fs as pafs
+
+    files = [(f"{folder}/{i.base_name}", i.size or 0) for folder in DATA_FOLDERS
+             for i in fs.get_file_info(pafs.FileSelector(f"{table}/{folder}", allow_not_found=True))
+             if i.type == pafs.FileType.File]
+    return _digest(files)
 
 
 def _newest_local(folder: Path) -> str | None:

@@ -59,6 +59,15 @@ def test_a_summary_older_than_the_index_is_not_believed(tmp_path: Path):
     assert seen["lancedb"] and (seen["status"]["documents"], seen["status"]["chunks"]) == (1, 1), seen
 
 
+def test_a_data_file_gone_since_the_summary_is_an_unreadable_index_not_a_current_summary(tmp_path: Path):
+    env = synced(tmp_path)
+    for file in (Path(env["DOCSBOT_DATA_DIR"]) / "chunks.lance" / "data").glob("*.lance"):
+        file.unlink()
+    assert read_summary(env["DOCSBOT_DATA_DIR"]) == (None, "older than the index")
+    status = docsbot("status", "--json", env=env)
+    assert status.returncode == 2 and json.loads(status.stdout)["index_error"], status.stdout
+
+
 def test_an_unreadable_or_missing_summary_falls_back_to_the_index(tmp_path: Path):
     env = synced(tmp_path)
     index = Path(env["DOCSBOT_DATA_DIR"])
