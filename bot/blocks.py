@@ -121,8 +121,11 @@ def _where(c: Citation) -> str:
 def citation_line(c: Citation) -> str:
     """`[n] <permalink|Title › Section> · v2.3 · a1b2c3d · 2026-10-01`; with a docs site the title
     links to the rendered page and the commit to its permalink:
-    `[n] <page|Title › Section> · v2.3 · <permalink|commit a1b2c3d> · 2026-10-01`."""
+    `[n] <page|Title › Section> · v2.3 · <permalink|commit a1b2c3d> · 2026-10-01`. A warning
+    (deprecated, overdue for review) follows the title: `[n] <…|Title> · ⚠ deprecated · …`."""
     bits = [f"[{c.n}] {_where(c)}"]
+    if c.warning:
+        bits.append(escape(c.warning))
     if c.version:
         bits.append(f"v{escape(c.version)}")
     if c.commit and c.page_url and c.url.startswith(("https://", "http://")):
@@ -190,7 +193,9 @@ def answer_body(answer: Answer) -> str:
     if answer.answered:
         return mrkdwn(truncate(answer.answer, ANSWER_LIMIT))
     if answer.near_miss:
-        return f"{escape(abstention_text(answer))} The closest I found: {_where(answer.near_miss)}"
+        near = answer.near_miss
+        warned = f" ({escape(near.warning)})" if near.warning else ""
+        return f"{escape(abstention_text(answer))} The closest I found: {_where(near)}{warned}"
     return escape(abstention_text(answer))
 
 

@@ -21,9 +21,9 @@ A group's page is the most frequent closest page among its questions (the near m
 named, or the first section it selected), else the public page nearest to the group's mean
 vector (no closer than ASSIGN_FLOOR: else no page, no owner). A page's area is its front matter
 `area`, else its first folder; its owners come from the index's ownership snapshot
-(rag/owners.py). Freshness: the documents' `last_reviewed`/`review_in` front matter is not indexed
-yet, so a page is overdue when its last commit (the index's `commit_date`) is older than
-DOCSBOT_REVIEW_DAYS.
+(rag/owners.py). A page is overdue when its review date has passed: its front matter's
+`last_reviewed`, else its last commit (the index's `commit_date`), plus its `review_in`, else
+DOCSBOT_REVIEW_DAYS (rag/freshness.py).
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from rag import Engine, Level, Ownership, StoreError
+from rag import Engine, Level, Ownership, Review, StoreError, review_of
 from state.config import GapsConfig
 from state.db import StateDB
 from state.gaps import Cited, Downvote, GapLog, Unanswered
@@ -57,6 +57,11 @@ class Page:
     url: str
     owners: tuple[str, ...]
     commit_date: str
+    reviewed: str  # front matter `last_reviewed` (ISO date), "" when none
+    review_days: int  # front matter `review_in` in days, 0: DOCSBOT_REVIEW_DAYS
+
+    def review(self, default_days: int) -> Review | None:
+        return review_of(self.reviewed, self.commit_date, self.review_days, default_days)
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,8 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         def page(p: Page | None) -> dict[str, Any] | None:
             return None if p is None else {"path": p.path, "title": p.title, "area": area_of(p), "url": p.url,
-                                           "owners": list(p.owners), "last_commit": p.commit_date}
+                                           "owners": list(p.owners), "last_commit": p.commit_date,
+                                           "last_reviewed": p.reviewed}
 
         def named(askers: tuple[str, ...]) -> dict[str, Any]:
             return {"askers": list(askers)} if askers else {}
@@ -153,7 +159,7 @@ class Report:
 
 
 def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="seconds")
+    return _instant(ms).isoformat(timespec="seconds")
 
 
 def group_by_meaning(vectors: np.ndarray, threshold: float = GROUP_THRESHOLD) -> list[list[int]]:
@@ -259,38 +265,34 @@ class GapFinder:
     def _pages(self, paths: Iterable[str], level: Level, ownership: Ownership) -> dict[str, Page]:
         """The first chunk of each document the reader may see, as its page."""
         first: dict[str, dict[str, Any]] = {}
-        columns = ("title", "area", "url", "access_rank", "commit_date", "ordinal")
+        columns = ("title", "area", "url", "access_rank", "commit_date", "reviewed", "review_days", "ordinal")
         for row in self.engine.store.chunk_columns(paths, *columns):
             best = first.get(row["doc_path"])
             if row["access_rank"] <= int(level) and (best is None or row["ordinal"] < best["ordinal"]):
                 first[row["doc_path"]] = row
         return {path: Page(path, row["title"], row["area"] or "", (row["url"] or "").split("#")[0],
-                           tuple(ownership.owners_for(path)), row["commit_date"] or "")
+                           tuple(ownership.owners_for(path)), row["commit_date"] or "", row["reviewed"],
+                           row["review_days"])
                 for path, row in first.items()}
 
     async def overdue_total(self, now_ms: int) -> int:
         """Indexed pages overdue for review, whether answers cite them or not (a metric)."""
-        dates = await asyncio.to_thread(self.engine.store.doc_columns, "commit_date")
-        return sum(overdue_days(date or "", self.config.review_days, now_ms) is not None for (date,) in dates.values())
+        now = _instant(now_ms)
+        dates = await asyncio.to_thread(self.engine.store.doc_columns, "reviewed", "commit_date", "review_days")
+        reviews = (review_of(reviewed, commit_date or "", days, self.config.review_days)
+                   for reviewed, commit_date, days in dates.values())
+        return sum(review is not None and review.days_overdue(now) is not None for review in reviews)
 
     def _overdue(self, pages: dict[str, Page], relied: Counter[str], until_ms: int) -> list[Overdue]:
         found = []
         for path, citations in relied.most_common():
             page = pages.get(path)
-            days = overdue_days(page.commit_date if page else "", self.config.review_days, until_ms)
+            review = page.review(self.config.review_days) if page else None
+            days = review.days_overdue(_instant(until_ms)) if review else None
             if page is not None and days is not None:
                 found.append(Overdue(page, citations, days))
         return sorted(found, key=lambda o: (-o.citations, -o.days_overdue))
 
 
-def overdue_days(commit_date: str, review_days: int, now_ms: int) -> int | None:
-    """Days past its review date a page last committed at `commit_date` is; None if not overdue
-    (or with no commit date: a folder outside git)."""
-    try:
-        committed = datetime.fromisoformat(commit_date)
-    except ValueError:
-        return None
-    if committed.tzinfo is None:
-        committed = committed.replace(tzinfo=timezone.utc)
-    late = (now_ms - committed.timestamp() * 1000) / DAY_MS - review_days
-    return int(late) if late > 0 else None
+def _instant(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc)

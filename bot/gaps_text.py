@@ -71,8 +71,9 @@ def lines(report: Report, slack: bool) -> list[tuple[str, list[str]]]:
             for d in report.downvotes]))
     if report.overdue:
         parts.append((OVERDUE, [
-            f"• {_page(o.page, link, quote)}: cited {o.citations}× in 30 days, last commit {o.page.commit_date[:10]}, "
-            f"{o.days_overdue} days past its review"
+            f"• {_page(o.page, link, quote)}: cited {o.citations}× in 30 days, "
+            + (f"last reviewed {o.page.reviewed}" if o.page.reviewed else f"last commit {o.page.commit_date[:10]}")
+            + f", {o.days_overdue} days past its review"
             for o in report.overdue]))
     return parts
 

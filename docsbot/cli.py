@@ -55,7 +55,7 @@ def render_answer(answer_json: dict) -> str:
     listed = [("closest", near)] if near else [(f"[{c['n']}]", c) for c in answer_json["citations"]]
     for mark, c in listed:
         where = f"{c['title']} › {c['section']}" if c["section"] else c["title"]
-        bits = [f"{mark} {where}", c["doc_path"]]
+        bits = [f"{mark} {where}", *([c["warning"]] if c.get("warning") else []), c["doc_path"]]
         if c["version"]:
             bits.append(f"v{c['version']}")
         if c["commit"]:

@@ -106,6 +106,8 @@ class Settings(BaseSettings):
     # The language the docs without a language marker (`page.ja.md`, `i18n/ja/...`) are written in,
     # e.g. `en`; empty: the docs' default language is the most common one, the unmarked counted as it.
     docs_language: str = ""
+    # Index pages whose front matter says `status: draft` (off: they are skipped, with the reason).
+    index_drafts: bool = False
 
     chunk_size: int = 1000
     chunk_overlap: int = 150
@@ -355,7 +357,8 @@ class Settings(BaseSettings):
     # workspace time zone); empty: no digest. Name the askers in it (off: questions only).
     digest_cron: str = "0 9 * * MON"
     digest_name_askers: bool = False
-    # A page is overdue for review this many days after its last commit.
+    # A page is overdue for review this many days after its front matter's `last_reviewed`, else its
+    # last commit, unless its `review_in` says otherwise; its citations then say how old it is.
     review_days: int = 365
 
     @field_validator("digest_cron", mode="after")

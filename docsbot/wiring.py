@@ -51,7 +51,7 @@ def retrieval_config(s: Settings) -> RetrievalConfig:
 def rag_config(s: Settings) -> RagConfig:
     return RagConfig(
         docs=DocsConfig(tuple(s.include), tuple(s.exclude), s.max_file_bytes, dict(s.path_levels), s.default_level,
-                        s.docs_language),
+                        s.docs_language, s.index_drafts),
         chunking=ChunkingConfig(s.chunk_size, s.chunk_overlap),
         links=LinkConfig(*links_of(s), s.repo_subdir, *site_of(s)),
         index=IndexConfig(s.data_dir, s.work_dir, s.index_refresh_s, s.ann_min_rows),
@@ -62,7 +62,7 @@ def rag_config(s: Settings) -> RagConfig:
                             s.rerank_top_n),
         retrieval=retrieval_config(s),
         answer=AnswerConfig(s.no_access_margin, s.context_budget_chars, s.expand_top_doc, s.access_hint,
-                            s.answerability_file),
+                            s.answerability_file, s.review_days),
     )
 
 

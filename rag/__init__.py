@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("HIDDEN", "NOT_UTF8_NAME", "check_pattern", "in_scope", "matches", "not_utf8", "shown_path",
                      "too_long"), "rag.paths"),
     **dict.fromkeys(("chunk_document", "sections"), "rag.chunking"),
+    **dict.fromkeys(("Review", "review_of"), "rag.freshness"),
     **dict.fromkeys(("LeftOut", "left_out_pages"), "rag.unindexed"),
     # document formats: which suffixes are read, and by which parser
     **dict.fromkeys(("default_include", "format_for", "suffixes"), "rag.formats"),
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
     )
     from rag.paths import HIDDEN, NOT_UTF8_NAME, check_pattern, in_scope, matches, not_utf8, shown_path, too_long
     from rag.formats import default_include, format_for, suffixes
+    from rag.freshness import Review, review_of
     from rag.embeddings import Embedder, EmbeddingError, LocalMiniLM, bulk_threads, length_batches, make_embedder
     from rag.engine import Engine, History
     from rag.events import LLM_ERROR_KINDS, RagEvents

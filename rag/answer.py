@@ -36,6 +36,9 @@ class Citation:
     # The section on the published docs site (DOCSBOT_SITE_URL); "" when there is none, and
     # `url` (the commit permalink) is then the only link.
     page_url: str = ""
+    # What a reader should know before trusting the page: "⚠ deprecated", "⚠ draft", "⚠ last
+    # reviewed 14 months ago" ("last updated": by its last commit) past its review date; "" else.
+    warning: str = ""
 
 
 @dataclass

@@ -27,6 +27,8 @@ class DocsConfig:
     # The language documents without a language marker are written in (rag/formats/language.py),
     # e.g. "en"; empty: unnamed, and the docs' default language is the most common one indexed.
     language: str = ""
+    # Index pages whose front matter says `status: draft` (off: they are skipped with a reason).
+    index_drafts: bool = False
 
     def access_rules(self) -> AccessRules:
         return AccessRules(dict(self.path_levels), self.default_level)
@@ -128,6 +130,9 @@ class AnswerConfig:
     expand_top_doc: bool
     access_hint: bool
     answerability_file: str  # empty: the parameter file in the package
+    # A cited page is flagged "last reviewed … ago" this many days after its last review (else its
+    # last commit) unless its front matter's `review_in` says otherwise (rag/freshness.py).
+    review_days: int = 365
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,10 @@ raises `DocumentError` with the reason; callers skip it and report path and reas
 half-parsed is ever indexed. The parser is the registry's for the file's suffix
 (rag/formats/registry.py); it reads includes only through the `read` it is given, which resolves
 inside the docs root.
+
+A draft (`status: draft`) is skipped like such a file, with its reason, by `read_document` and
+`load_folder` unless they are told to read drafts (DOCSBOT_INDEX_DRAFTS): `docsbot index` and
+`docsbot sync` both read documents through them.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import yaml
 from rag.formats import Section, Source, format_for, markdown_of
 from rag.formats.language import language_folders, variant
 from rag.formats.model import ReadFile
+from rag.freshness import DEPRECATED, DRAFT, MAX_REVIEW_DAYS, STATUSES, period_days
 from rag.levels import Level
 from rag.paths import NOT_REGULAR, NOT_UTF8_NAME, SYMLINK, glob_match, not_utf8, scan_folder, too_long
 
@@ -31,6 +36,7 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)^(?:---|\.\.\.)[ \t]*$\n?", re.S 
 _TEXT_FIELDS = ("title", "version", "area", "owner")
 _SCALARS = (str, int, float, datetime.date)  # what a text field may be written as (`version: 2.3`)
 _LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+DRAFT_SKIPPED = "draft (status: draft; set DOCSBOT_INDEX_DRAFTS=true to index drafts)"
 
 REASON_MAX = 200
 
@@ -79,6 +85,11 @@ class Document:
     # the docs' default language, and the page it is a variant of (its path without the marker).
     language: str
     page: str
+    # Freshness (rag/freshness.py): the last review as an ISO date ("" when none), the review
+    # period in days (None: the configured default), and "" (current), "deprecated" or "draft".
+    reviewed: str
+    review_days: int | None
+    status: str
 
 
 @dataclass(frozen=True)
@@ -120,6 +131,8 @@ def _front_matter(source: str) -> dict[object, object]:
         raise DocumentError(f"front matter is not valid YAML{where}") from None
     except RecursionError:
         raise DocumentError("front matter is nested too deeply") from None
+    except ValueError as exc:  # a date YAML recognises but the calendar has not (2025-13-01)
+        raise DocumentError(f"front matter has an impossible date ({exc})") from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
@@ -143,6 +156,58 @@ def _kind(value: object) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
+def _shown(value: object) -> str:
+    """A front matter value in a reason: a scalar as written, anything else by its kind."""
+    return repr(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else _kind(value)
+
+
+def _reviewed(meta: dict[object, object]) -> str:
+    """`last_reviewed` as an ISO date: a YAML date or timestamp, or text such as "2025-03-01"."""
+    value = meta.get("last_reviewed")
+    if value is None or value == "":
+        return ""
+    if isinstance(value, datetime.datetime):
+        return value.date().isoformat()
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return datetime.datetime.fromisoformat(value.strip()).date().isoformat()
+        except ValueError:
+            pass
+    raise DocumentError(f"front matter 'last_reviewed' must be a date like 2025-03-01, not {_shown(value)}")
+
+
+def _review_days(meta: dict[object, object]) -> int | None:
+    """`review_in` in days: a number of days, or text such as "90d", "6 months", "1 year"."""
+    value = meta.get("review_in")
+    if value is None or value == "":
+        return None
+    days = value if isinstance(value, int) and not isinstance(value, bool) else (
+        period_days(value) if isinstance(value, str) else None)
+    if days is None or not 1 <= days <= MAX_REVIEW_DAYS:
+        raise DocumentError("front matter 'review_in' must be a period like 90, 90d, 6 months or 1 year "
+                            f"(at most {MAX_REVIEW_DAYS:,} days), not {_shown(value)}")
+    return days
+
+
+def _status(meta: dict[object, object]) -> str:
+    """`status` (deprecated, draft) and `deprecated: true`, which says the same; "" for a current
+    page. Any other status (`published`, `stable`, a docs team's own workflow words) is a current
+    page: refusing it would drop every page of a repo that writes one."""
+    status = (_text_field(meta, "status") or "").lower()
+    if status not in STATUSES:
+        status = ""
+    deprecated = meta.get("deprecated")
+    if deprecated is None:
+        return status
+    if not isinstance(deprecated, bool):
+        raise DocumentError(f"front matter 'deprecated' must be true or false, not {_shown(deprecated)}")
+    if status and (status == DEPRECATED) != deprecated:
+        raise DocumentError(f"front matter 'deprecated: {str(deprecated).lower()}' contradicts 'status: {status}'")
+    return DEPRECATED if deprecated else status
+
+
 def parse_document(path: str, raw: bytes, rules: AccessRules, max_bytes: int, read: ReadFile | None = None,
                    folders: Collection[str] = ()) -> Document:
     """`read`: another file of the docs tree for an include, by docs-root-relative path (None:
@@ -160,6 +225,7 @@ def parse_document(path: str, raw: bytes, rules: AccessRules, max_bytes: int, re
         meta = _front_matter(match.group(1))
         body = text[match.end():]
     fields = {key: value for key in _TEXT_FIELDS if (value := _text_field(meta, key)) is not None}
+    reviewed, review_days, status = _reviewed(meta), _review_days(meta), _status(meta)
     if "access" in meta:
         if not isinstance(meta["access"], str):
             raise DocumentError(f"front matter 'access' must be text, not {_kind(meta['access'])}")
@@ -201,6 +267,9 @@ def parse_document(path: str, raw: bytes, rules: AccessRules, max_bytes: int, re
         format=fmt.name,
         language=marked.language,
         page=marked.page,
+        reviewed=reviewed,
+        review_days=review_days,
+        status=status,
     )
 
 
@@ -234,13 +303,17 @@ def inside(root: Path, rel: str) -> Path:
 
 
 def read_document(root: Path, rel: str, rules: AccessRules, max_bytes: int,
-                  folders: Collection[str] | None = None) -> Document:
+                  folders: Collection[str] | None = None, drafts: bool = False) -> Document:
     """One file under root as a Document, or DocumentError (a huge file is never loaded, a
     symbolic link is never followed, a FIFO does not block the open). Its includes are read
-    with the same checks. `folders`: root's language folders, when the caller has listed them."""
-    return parse_document(rel, _read_file(root, rel, max_bytes), rules, max_bytes,
-                          read=lambda other: _read_include(root, other, max_bytes),
-                          folders=language_folders(root) if folders is None else folders)
+    with the same checks. `folders`: root's language folders, when the caller has listed them.
+    `drafts`: a draft is read too (else it is skipped, DRAFT_SKIPPED)."""
+    doc = parse_document(rel, _read_file(root, rel, max_bytes), rules, max_bytes,
+                         read=lambda other: _read_include(root, other, max_bytes),
+                         folders=language_folders(root) if folders is None else folders)
+    if doc.status == DRAFT and not drafts:
+        raise DocumentError(DRAFT_SKIPPED)
+    return doc
 
 
 def _read_file(root: Path, rel: str, max_bytes: int) -> bytes:
@@ -270,15 +343,16 @@ def _read_include(root: Path, rel: str, max_bytes: int) -> str | None:
 
 
 def load_folder(
-    root: Path, include: Sequence[str], exclude: Sequence[str], rules: AccessRules, max_bytes: int
+    root: Path, include: Sequence[str], exclude: Sequence[str], rules: AccessRules, max_bytes: int,
+    drafts: bool = False,
 ) -> tuple[list[Document], list[tuple[str, str]]]:
-    """All documents under root, and the (path, reason) of each file skipped."""
+    """All documents under root (drafts only with `drafts`), and the (path, reason) of each file skipped."""
     docs: list[Document] = []
     files, skipped = scan_folder(root, include, exclude)
     folders = language_folders(root)
     for rel in files:
         try:
-            docs.append(read_document(root, rel, rules, max_bytes, folders))
+            docs.append(read_document(root, rel, rules, max_bytes, folders, drafts))
         except DocumentError as exc:
             skipped.append((rel, str(exc)))
     return docs, skipped

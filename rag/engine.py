@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from rag.config import RagConfig
 from rag.documents import load_folder
 from rag.embeddings import Embedder, EmbeddingError, make_embedder
 from rag.followup import Rewriter, search_query
+from rag.freshness import citation_warning
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
 from rag.levels import Level
@@ -74,7 +76,7 @@ class Engine:
     def index_folder(self, root: Path, provenance: dict[str, Provenance] | None = None) -> IndexStats:
         """Full index of a folder: the index afterwards holds exactly its readable documents."""
         d = self.config.docs
-        docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes)
+        docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes, d.index_drafts)
         stats = apply_documents(self.store, self.embedder, self.config, docs, provenance or {}, full=True)
         stats.skipped = skipped
         # The folder is the repository here: its CODEOWNERS, if any, is read from it (rag/owners.py).
@@ -197,7 +199,7 @@ class Engine:
         diag.answerability = round(p, 4)
         if not answerable:
             _abstain(answer, "no_match", f"answerability {p:.2f} below the threshold", total)
-            return _near_miss(answer, retrieval.selected)
+            return _near_miss(answer, retrieval.selected, self.config.answer.review_days)
         return retrieval, vector
 
     async def _select(self, answer: Answer, found: tuple[Retrieval, np.ndarray], level: Level) -> list[_Chosen]:
@@ -245,13 +247,16 @@ class Engine:
         checked = check_answer(without_foreign_links(raw, known), len(sources))
         if checked.abstain_reason:
             _abstain(answer, checked.abstain_reason, raw[:200], total)
-            return _near_miss(answer, candidates) if checked.abstain_reason == "declined" else answer
+            if checked.abstain_reason == "declined":
+                return _near_miss(answer, candidates, self.config.answer.review_days)
+            return answer
         # Citations read [1], [2], ... in the order they appear; the sources are listed that way too.
         text, order = renumber(checked.text, checked.cited, len(sources))
         cited = [candidates[i] for i in order]
         answer.retrieved = [_retrieved(c) for c in cited]
         answer.answer, answer.answered = text, True
-        answer.citations = [_citation(n, cited[n - 1]) for n in range(1, len(checked.cited) + 1)]
+        review_days = self.config.answer.review_days
+        answer.citations = [_citation(n, cited[n - 1], review_days) for n in range(1, len(checked.cited) + 1)]
         answer.diagnostics.timings_ms["total_ms"] = _ms(total)
         return answer
 
@@ -270,16 +275,18 @@ def _abstain(answer: Answer, reason: str, detail: str, started: float) -> Answer
     return answer
 
 
-def _near_miss(answer: Answer, candidates: list[Candidate]) -> Answer:
+def _near_miss(answer: Answer, candidates: list[Candidate], review_days: int) -> Answer:
     """An abstention that names the closest section the reader may see (the candidates were
     searched at the reader's level), said as "not sure" rather than "nothing covers this"."""
     if candidates:
-        answer.near_miss = _citation(0, max(candidates, key=lambda c: c.similarity))
+        answer.near_miss = _citation(0, max(candidates, key=lambda c: c.similarity), review_days)
         answer.answer = ABSTAIN_MESSAGES["unsure"]
     return answer
 
 
-def _citation(n: int, c: Candidate) -> Citation:
+def _citation(n: int, c: Candidate, review_days: int) -> Citation:
+    """The citation of a chunk; `review_days`: the review period of a page whose front matter
+    names none (its warning, rag/freshness.py)."""
     row = c.row
     return Citation(
         n=n,
@@ -294,6 +301,7 @@ def _citation(n: int, c: Candidate) -> Citation:
         anchor=row["anchor"],
         access=row["access"],
         page_url=row.get("page_url") or "",
+        warning=citation_warning(row, review_days, datetime.now(timezone.utc)),
     )
 
 

@@ -32,7 +32,7 @@ def rebuild_index(engine: Engine, root: Path, provenance: dict[str, Provenance])
     config, store = engine.config, engine.store
     d = config.docs
     started = time.perf_counter()
-    docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes)
+    docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes, d.index_drafts)
     old_meta: dict[str, Any] = _readable(store.meta, {}, "metadata")
     embedding = {"model": engine.embedder.name, "dim": engine.embedder.dim}
     with tempfile.TemporaryDirectory(prefix="docsbot-rebuild-") as scratch_dir:

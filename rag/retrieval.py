@@ -29,6 +29,7 @@ from opentelemetry import trace
 
 from rag.config import RetrievalConfig
 from rag.formats.language import primary
+from rag.freshness import DEPRECATED
 from rag.rerank import Reranker, RerankError
 from rag.store import Hit, Index
 from rag.terms import coverage, question_terms
@@ -337,14 +338,18 @@ async def retrieve(
 
     A sync that replaces a document between the search and the row read removes chunks that were
     selected: the search runs once more (it then sees the new version), and chunks still gone are
-    left out rather than failing the question."""
+    left out rather than failing the question.
+
+    The selected chunks of deprecated pages (their rows say so) come after the others, in the
+    same order otherwise: an answer is written from, and cites first, the current page. The scores
+    are left alone, and a deprecated page that is all there is still answers."""
     args = (store, query_vector, query_text, max_rank, config, mode, reranker, languages)
     result = await _retrieve_once(*args)
     selected = await fill_rows(store, result.selected)
     if len(selected) < len(result.selected):
         result = await _retrieve_once(*args)
         selected = await fill_rows(store, result.selected)
-    result.selected = selected
+    result.selected = sorted(selected, key=lambda c: c.row.get("status") == DEPRECATED)  # stable
     return result
 
 

@@ -75,7 +75,7 @@ def folder_signature(engine: Engine) -> dict[str, Any]:
     version) and which files are read. Another one means the index is built again."""
     docs = engine.config.docs
     return {"chunking": chunking_signature(engine.config.chunking), "include": list(docs.include),
-            "exclude": list(docs.exclude)}
+            "exclude": list(docs.exclude), "drafts": docs.index_drafts}
 
 
 def ensure_index(engine: Engine, lease: LeaseConfig, root: Path | None) -> IndexStats | None:

@@ -40,7 +40,7 @@ def read_documents(
     rules = config.docs.access_rules()
     for rel in paths:
         try:
-            docs.append(read_document(root, rel, rules, config.docs.max_file_bytes))
+            docs.append(read_document(root, rel, rules, config.docs.max_file_bytes, drafts=config.docs.index_drafts))
         except DocumentError as exc:
             skipped.append((rel, str(exc)))
     return docs, skipped
@@ -76,7 +76,7 @@ def reconcile(
     last commit match the index are left alone; `rebuild` rewrites every row (settings that shape
     rows changed) — still without embedding text the cache has."""
     d = config.docs
-    docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes)
+    docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes, d.index_drafts)
     skipped += too_long_for_checkout(root, d.include, d.exclude)
     indexed = store.doc_columns("doc_hash", "commit", "commit_date")
     result = Applied(skipped=skipped, owners=front_matter_of(docs))

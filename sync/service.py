@@ -108,7 +108,8 @@ def index_signature(config: SyncConfig, embedder: Embedder, source: str) -> dict
     docs, links = config.rag.docs, config.rag.links
     return {
         "source": source,
-        "scope": [links.repo_subdir.strip("/"), list(docs.include), list(docs.exclude), docs.max_file_bytes],
+        "scope": [links.repo_subdir.strip("/"), list(docs.include), list(docs.exclude), docs.max_file_bytes,
+                  docs.index_drafts],
         "levels": [docs.default_level.name, {k: v.name for k, v in docs.path_levels.items()}],
         "links": [links.repo_web, links.pattern, links.site_url, links.site_layout],
         "chunking": chunking_signature(config.rag.chunking),

@@ -37,6 +37,12 @@ ROW_FIELDS = [
     # page (rag/retrieval.py). Added after includes, read from older indexes as "" (see page_url).
     ("language", pa.string()),
     ("page", pa.string()),
+    # Freshness from the front matter (rag/freshness.py): "" (current), "deprecated" or "draft"; the
+    # last review as an ISO date ("" when none); the review period in days (0: DOCSBOT_REVIEW_DAYS).
+    # Added after page, read from older indexes as "" / 0 (see page_url).
+    ("status", pa.string()),
+    ("reviewed", pa.string()),
+    ("review_days", pa.int32()),
     ("text", pa.string()),
     ("search_text", pa.string()),
     ("text_hash", pa.string()),
@@ -46,7 +52,8 @@ ROW_FIELDS = [
 SEARCH_COLUMNS = ["chunk_id", "doc_path", "access_rank", "vector"]
 ROW_COLUMNS = [name for name, _ in ROW_FIELDS if name != "search_text"]
 # Columns an older index may lack, with what a read gives in their place.
-ROW_DEFAULTS: dict[str, Any] = {"page_url": "", "includes": "", "language": "", "page": ""}
+ROW_DEFAULTS: dict[str, Any] = {"page_url": "", "includes": "", "language": "", "page": "", "status": "",
+                                "reviewed": "", "review_days": 0}
 
 
 @dataclass

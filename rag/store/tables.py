@@ -310,20 +310,25 @@ class Tables:
 
     def doc_columns(self, *columns: str) -> dict[str, tuple]:
         """doc_path -> values of per-document columns (doc_hash, commit, ...) for each indexed
-        document: what a sync compares with the files at head."""
+        document: what a sync compares with the files at head. A column an older index lacks
+        reads as ROW_DEFAULTS says, here and in chunk_columns."""
         if not self.exists():
             return {}
-        table = self.chunks().search().select(["doc_path", *columns]).limit(None).to_arrow()
-        values = zip(*(table[c].to_pylist() for c in columns))
-        return dict(zip(table["doc_path"].to_pylist(), values))
+        chunks = self.chunks()
+        table = chunks.search().select(["doc_path", *_present(chunks, columns)]).limit(None).to_arrow()
+        values = _filled(table, columns)
+        return dict(zip(table["doc_path"].to_pylist(), zip(*(values[c] for c in columns))))
 
     def chunk_columns(self, doc_paths: Iterable[str], *columns: str) -> list[dict[str, Any]]:
         """doc_path and the named columns of every chunk of these documents (none without an index)."""
         paths = sorted(set(doc_paths))
         if not paths or not self.exists():
             return []
-        search = self.chunks().search().where(f"doc_path IN ({sql_list(paths)})").select(["doc_path", *columns])
-        return search.limit(None).to_arrow().to_pylist()
+        chunks = self.chunks()
+        search = chunks.search().where(f"doc_path IN ({sql_list(paths)})")
+        values = _filled(search.select(["doc_path", *_present(chunks, columns)]).limit(None).to_arrow(),
+                         ["doc_path", *columns])
+        return [dict(zip(values, row)) for row in zip(*values.values())]
 
     def chunk_vectors(self) -> tuple[list[str], np.ndarray]:
         """Every chunk's id and vector (one row of the matrix each), in table order."""
@@ -355,6 +360,22 @@ async def _row_columns(table: Any) -> list[str]:
     """The whole-row columns this version of the table has (an older index lacks the newer ones)."""
     present = set((await table.schema()).names)
     return [name for name in ROW_COLUMNS if name in present]
+
+
+def _present(table: Any, columns: Iterable[str]) -> list[str]:
+    """The named columns this version of the table has."""
+    names = set(table.schema.names)
+    return [name for name in columns if name in names]
+
+
+def _filled(table: pa.Table, columns: Iterable[str]) -> dict[str, list[Any]]:
+    """Each named column's values; one the table lacks, or null in rows from before its
+    migration, as ROW_DEFAULTS says."""
+    values = {}
+    for name in columns:
+        found = table[name].to_pylist() if name in table.column_names else [None] * table.num_rows
+        values[name] = [ROW_DEFAULTS[name] if v is None else v for v in found] if name in ROW_DEFAULTS else found
+    return values
 
 
 def _with_defaults(row: dict[str, Any]) -> dict[str, Any]:
