@@ -30,7 +30,8 @@ def rows_table(vectors: np.ndarray, ranks: np.ndarray, first_id: int = 0) -> pa.
     columns = {f.name: pa.array([""] * count, type=f.type) for f in schema if f.type == pa.string()}
     columns |= {"chunk_id": pa.array([str(first_id + i) for i in range(count)]),
                 "doc_path": pa.array([f"doc{first_id + i}.md" for i in range(count)]),
-                "ordinal": pa.array(np.zeros(count, np.int32)), "access_rank": pa.array(ranks.astype(np.int8)),
+                "ordinal": pa.array(np.zeros(count, np.int32)), "review_days": pa.array(np.zeros(count, np.int32)),
+                "access_rank": pa.array(ranks.astype(np.int8)),
                 "vector": vector_array(vectors)}
     return pa.table([columns[f.name] for f in schema], schema=schema)
 
