@@ -13,6 +13,7 @@ from rag.prompt import Source
 from rag.sourcing import span_sources
 from rag.spans import fences_balanced
 from tests.standins.openai_server import OpenAIStandIn
+from tests.test_extractive_spans import in_order
 from tests.support.settings import make_settings
 
 _SOURCE = re.compile(r'<source n="(\d+)" title="([^"]*)">\n(.*?)\n</source>', re.S)
@@ -28,16 +29,6 @@ async def prompted(engine: Engine, standin: OpenAIStandIn, tmp_path, question: s
     assert chats, (answer.abstain_reason, answer.detail)
     user = chats[-1]["messages"][-1]["content"]
     return [(int(n), title, text) for n, title, text in _SOURCE.findall(user)], answer
-
-
-def in_order(text: str, *parts: str) -> bool:
-    at = 0
-    for part in parts:
-        at = text.find(part, at)
-        if at < 0:
-            return False
-        at += len(part)
-    return True
 
 
 async def test_the_prompt_gets_the_whole_rollback_procedure_in_order_with_balanced_fences(
