@@ -120,3 +120,46 @@ def test_a_suite_set_can_name_its_files_and_stay_out_of_tuning(tmp_path: Path) -
         suite.write_text(json.dumps({"sets": [{"name": "x", "docs": "docs", "golden": "g.jsonl"} | bad]}))
         with pytest.raises(GoldenError):
             load_suite(suite)
+
+
+def test_a_set_with_bars_keeps_them_in_sample_whatever_the_left_out_figures_say() -> None:
+    totals = {n: (sum(labels), len(labels) - sum(labels)) for n, (_, labels) in GATE_SETS.items()}
+    free = calibrate.Fit.of(GATE_SETS, totals, NAMES, calibrate.L2, 0.0, {})
+    assert free.by_worst is not None
+    a_answered, a_recall = free.by_worst.in_sample["a"]
+    assert a_recall is not None and (a_answered, a_recall) != (1.0, 1.0)  # the free choice does not keep a whole
+    bars = {"a": (1.0, 1.0, 0.0)}
+    kept = calibrate.Fit.of(GATE_SETS, totals, NAMES, calibrate.L2, 0.0, bars)
+    keeping = [row for row in kept.rows if not row.misses(bars)]
+    assert keeping and kept.by_worst in keeping and kept.by_worst.in_sample["a"] == (1.0, 1.0)
+    assert kept.by_worst.worst[1] == max(row.worst[1] for row in keeping) <= free.by_worst.worst[1]
+    assert "(misses a's bars)" in calibrate.render(kept.rows, kept.by_worst, kept.by_macro, 0.0, bars)
+    # a precision bar: abstaining on a's answerable questions counts against it
+    precise = calibrate.Fit.of(GATE_SETS, totals, NAMES, calibrate.L2, 0.0, {"a": (0.0, 0.0, 1.0)})
+    assert precise.by_worst is not None and precise.by_worst.in_sample["a"][0] == 1.0
+    # bars nobody can keep: nothing is chosen, and the ranking says so
+    whole = (1.0, 1.0, 0.0)
+    impossible = calibrate.Fit.of(GATE_SETS, totals, NAMES, calibrate.L2, 0.0, {"c": whole, "a": whole})
+    assert impossible.by_worst is None and impossible.by_macro is None and impossible.key() < kept.key()
+    assert impossible.summary() == "no threshold meets the floor and the bars"
+
+
+def test_the_ridge_penalty_is_the_one_whose_threshold_holds_up_left_out() -> None:
+    totals = {n: (sum(labels), len(labels) - sum(labels)) for n, (_, labels) in GATE_SETS.items()}
+    fits = [calibrate.Fit.of(GATE_SETS, totals, NAMES, l2, 0.0, {}) for l2 in (0.01, 100.0)]
+    assert fits[0].model != fits[1].model  # the penalty changes the fit
+    best = max(fits, key=calibrate.Fit.key)
+    assert best.by_worst is not None and all(
+        best.by_worst.worst[1] >= f.by_worst.worst[1] for f in fits if f.by_worst is not None)
+    assert "worst left out" in best.summary()
+
+
+def test_a_sets_bars_come_from_its_thresholds_file(tmp_path: Path) -> None:
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("")
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps({"sets": [{"name": "x", "docs": ".", "golden": ["golden.jsonl"]}]}))
+    (eval_set,) = load_suite(suite)
+    assert calibrate.set_bars(eval_set) is None
+    (tmp_path / "thresholds.json").write_text(json.dumps({"min": {"abstention_recall": 0.9, "hit_rate": 0.8}}))
+    assert calibrate.set_bars(eval_set) == (0.0, 0.9, 0.0)
