@@ -27,6 +27,10 @@ _PERSON = re.compile(r"\b(?:manager|head|lead|owner|on-call|engineer|director|te
                      r"secondary|deciders?|[A-Z][a-z]+ [A-Z][a-z]+)\b")
 _REASON = re.compile(r"\bbecause\b|\bso that\b|\bin order to\b|\bto avoid\b|\bcaus|\bdue to\b|\bneeded\b|"
                      r"\bwe need\b|\breasons?\b|\bso we\b|\bwhich means\b|\binstead of\b", re.I)
+# A numbered item that opens like a statement ("1. There is an open SEV1 incident", "2. The
+# problem cannot be solved ...") lists conditions or facts, not something to do.
+_STATEMENT = re.compile(r"^\d+[.)]\s+\**(?:the|there|a|an|it|its|this|that|these|those|no|none|all|each|every|"
+                        r"our|your|their)\b", re.I)
 _REASON_SECTIONS = re.compile(r"\b(?:context|rationale|why|motivation|background|problem statement)\b", re.I)
 _WHEN = re.compile(r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|"
                    r"may|june|july|august|september|october|november|december|\d{1,2}:\d{2}|daily|weekly|monthly|"
@@ -39,11 +43,12 @@ def question_kind(question: str) -> str | None:
 
 
 def fits_kind(kind: str | None, headings: str, passage: str) -> float:
-    """How clearly a passage holds the kind of answer asked for, 0 to 1 (for "how do I", a
-    passage under a "Step" heading that is not itself a command or numbered step: 0.5)."""
+    """How clearly a passage holds the kind of answer asked for, 0 to 1 (for "how do I": a command
+    or a numbered step, 1; a passage under a "Step" heading that is neither, 0.5, a numbered
+    condition being neither)."""
     code = passage.startswith(("```", "~~~")) or "\n```" in passage
     if kind == "steps":
-        if code or re.match(r"^\d+[.)]\s", passage):
+        if code or (re.match(r"^\d+[.)]\s", passage) and not _STATEMENT.match(passage)):
             return 1.0
         return 0.5 if re.search(r"\bsteps?\b", headings, re.I) else 0.0
     if code:  # a code block answers "how", not who, why, when or how long

@@ -2,6 +2,7 @@
 are chunked: a "how do I <verb>" question is answered by the section whose heading names the verb."""
 from __future__ import annotations
 
+from rag.kinds import fits_kind
 from rag.spans import fences_balanced
 from tests.test_extractive_spans import answer, in_order, page
 
@@ -13,3 +14,15 @@ def test_the_section_whose_heading_names_the_verb_answers_how_do_i():
     assert in_order(text, "kubectl -n tidepool patch hpa ingest-worker",
                     "kubectl -n tidepool get hpa ingest-worker"), text
     assert fences_balanced(text)
+
+
+def test_a_numbered_list_of_conditions_is_not_the_procedure_a_how_do_i_asks_for():
+    # "When break-glass is allowed" is a numbered list ("1. There is an open SEV1 ..."), the way
+    # to get access is the `tp-breakglass request` command under "Requesting access"
+    sources = page("runbooks/emergency-db-access.md", "When break-glass is allowed")
+    text = answer("how do I get break-glass access to the production database?", sources)
+    assert "tp-breakglass request" in text and "There is an **open SEV1" not in text, text
+    assert fences_balanced(text)
+    assert fits_kind("steps", "When break-glass is allowed", "1. There is an **open SEV1 or SEV2 incident**") == 0.0
+    assert fits_kind("steps", "Rollback", "1. Pause Argo CD auto-sync for the app") == 1.0
+    assert fits_kind("steps", "Step 2: rules", "2. The problem cannot be solved through tooling") == 0.5
