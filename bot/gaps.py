@@ -276,11 +276,13 @@ class GapFinder:
                 for path, row in first.items()}
 
     async def overdue_total(self, now_ms: int) -> int:
-        """Indexed pages overdue for review, whether answers cite them or not (a metric)."""
+        """Indexed pages overdue for review, whether answers cite them or not (a metric); a
+        deprecated page is retired, not due for review."""
         now = _instant(now_ms)
-        dates = await asyncio.to_thread(self.engine.store.doc_columns, "reviewed", "commit_date", "review_days")
+        dates = await asyncio.to_thread(self.engine.store.doc_columns, "reviewed", "commit_date", "review_days",
+                                        "status")
         reviews = (review_of(reviewed, commit_date or "", days, self.config.review_days)
-                   for reviewed, commit_date, days in dates.values())
+                   for reviewed, commit_date, days, status in dates.values() if status != "deprecated")
         return sum(review is not None and review.days_overdue(now) is not None for review in reviews)
 
     def _overdue(self, pages: dict[str, Page], relied: Counter[str], until_ms: int) -> list[Overdue]:

@@ -75,7 +75,7 @@ class Synthetic:
 
 def load_docs(root: Path, settings: Settings, seed: int) -> list[Document]:
     docs, _ = load_folder(root, settings.include, settings.exclude, AccessRules({}, Level.team),
-                          settings.max_file_bytes)
+                          settings.max_file_bytes, settings.index_drafts)
     random.Random(seed).shuffle(docs)
     return docs
 

@@ -18,4 +18,4 @@ class GapsConfig:
 
     digest_cron: str = "0 9 * * MON"  # 5 cron fields, UTC; "": no digest
     name_askers: bool = False  # show who asked (off: the questions only)
-    review_days: int = 365  # a page is overdue for review this long after its last commit
+    review_days: int = 365  # a page is overdue this long after its last review (else last commit)
