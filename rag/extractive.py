@@ -22,7 +22,7 @@ from rag.procedures import (Picked, Quote, Section, acting, action_weights, choo
                             qualifying, render, runbook_weights)
 from rag.prompt import DECLINE_MARKER, Source
 from rag.spans import parse, resolve_links
-from rag.steps import step_quotes
+from rag.steps import next_command, step_quotes
 from rag.terms import content_terms, matched_terms, question_terms
 
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -153,6 +153,8 @@ class ExtractiveAnswerer:
             if other is not None:  # in document order when both are on one page
                 earlier = other.section.doc == best.section.doc and other.section.ordinal < best.section.ordinal
                 quotes.insert(0 if earlier else 1, self._span(other, scored, acts, asked, question))
+        if acts and (then := next_command(quotes, sections, self.procedure_chars)) is not None:
+            quotes.append(then)
         if (extra := qualifier(quotes, sections, asked, self.max_chars)) is not None:
             quotes.append(extra)
         first = next((q for q in quotes if q.section is best.section), quotes[0])

@@ -6,6 +6,8 @@
 - The sub-sections of the runbook section a question asks for (Mitigation › Capacity planning,
   Mitigation › Defrag), in document order.
 When the budget is spent the last quote says which steps are left ("… (steps 5–7 in the doc)").
+- A command quoted whole from its section, then the next section's when that one begins with a
+  command ("Requesting access" → "Connecting": `tp-breakglass request`, then `… connect`).
 """
 from __future__ import annotations
 
@@ -101,3 +103,24 @@ def _step_units(parsed: Parsed) -> list[Unit]:
         lo, hi = widen(units, i, i)
         chosen.update(range(lo, hi + 1))
     return [units[i] for i in sorted(chosen)]
+
+
+def next_command(quotes: list[Quote], sections: list[Section], budget: int) -> Quote | None:
+    """The next section of the page, at the same depth, when it begins with a code block and the
+    last quote ends with one: the procedure goes on there. None when it does not, or when it does
+    not fit the budget next to the quotes."""
+    last = quotes[-1]
+    if last.note or not last.text.rstrip().endswith(("```", "~~~")):
+        return None
+    here = last.section
+    outer = here.path.rpartition(" › ")[0]
+    after = sorted((s for s in sections if s.doc == here.doc and s.ordinal > here.ordinal), key=lambda s: s.ordinal)
+    following = after[0] if after else None
+    if following is None or following.path.rpartition(" › ")[0] != outer or not following.runs:
+        return None
+    units = following.runs[0].units
+    if not units or not has_code(units[0]) or sum(len(q.text) for q in quotes) + len(units[0].text) > budget:
+        return None
+    quote = cut(following, units, budget - sum(len(q.text) for q in quotes))
+    quote.label = f"*{following.own}:*"
+    return quote

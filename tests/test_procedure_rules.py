@@ -26,3 +26,14 @@ def test_a_numbered_list_of_conditions_is_not_the_procedure_a_how_do_i_asks_for(
     assert fits_kind("steps", "When break-glass is allowed", "1. There is an **open SEV1 or SEV2 incident**") == 0.0
     assert fits_kind("steps", "Rollback", "1. Pause Argo CD auto-sync for the app") == 1.0
     assert fits_kind("steps", "Step 2: rules", "2. The problem cannot be solved through tooling") == 0.5
+
+
+def test_a_command_goes_on_into_the_next_section_when_that_one_begins_with_a_command():
+    # "Requesting access" ends with `tp-breakglass request`; "Connecting" begins with `... connect`
+    sources = page("runbooks/emergency-db-access.md", "Requesting access")
+    text = answer("how do I get break-glass access to the production database?", sources)
+    assert in_order(text, "tp-breakglass request", "*Connecting:*", "tp-breakglass connect BG-0193"), text
+    assert fences_balanced(text) and "tp-breakglass revoke" not in text  # a sub-section is not the next step
+    # a question that is not about doing something is not extended
+    which = answer("which CLI requests break-glass access?", sources)
+    assert "tp-breakglass request" in which and "tp-breakglass connect" not in which, which
