@@ -39,6 +39,7 @@ RUNBOOK_KINDS = (
     ("impact", re.compile(r"\bimpact\b|\bwhat happens\b|\baffect", re.I)),
 )
 _ACTION = re.compile(r"\bhow (?:do|can|should|would) (?:i|we|you) ([a-z][\w-]*)|\bhow to ([a-z][\w-]*)", re.I)
+_UNDOING = ("de", "re", "un", "dis")  # "defragment" is done in "Fragmented state", "reinstall" in "Install"
 _NUMBER = r"(\d[\d,]*(?:\.\d+)?)"
 _OVER = re.compile(rf"\b(?:over|above|more than|greater than|exceeding)\s*[€$£]?\s*{_NUMBER}|>\s*[€$£]?{_NUMBER}", re.I)
 _UNDER = re.compile(rf"\b(?:up to|under|below|less than|at most|max(?:imum)?)\s*[€$£]?\s*{_NUMBER}"
@@ -130,9 +131,11 @@ def runbook_weights(question: str, sections: list[Section]) -> dict[int, float]:
 def action_weights(question: str, sections: list[Section]) -> dict[int, float]:
     """By id of section: a "how do I <verb> ..." question is answered first by a section whose
     own heading names that verb ("how do I scale it out?" → "Scale out", "how do I defragment
-    ...?" → "Defrag"), which weighs double, over one that only shares the question's nouns."""
+    ...?" → "Defrag"), or what it undoes or redoes ("Fragmented state", "Install"), which weighs
+    double, over one that only shares the question's nouns."""
     match = _ACTION.search(question)
     verb = set(content_terms(match.group(1) or match.group(2))) if match else set()
+    verb |= {v[len(p):] for v in verb for p in _UNDOING if v.startswith(p) and len(v) - len(p) >= 5}
     return {id(s): 2.0 for s in sections if verb and matched_terms(verb, set(content_terms(s.own)))}
 
 
