@@ -8,9 +8,10 @@ plain strings left out of the repr.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
-from rag.documents import AccessRules
+from rag.documents import AccessRules, Document, load_folder
 from rag.levels import Level
 
 
@@ -32,6 +33,11 @@ class DocsConfig:
 
     def access_rules(self) -> AccessRules:
         return AccessRules(dict(self.path_levels), self.default_level)
+
+    def read_folder(self, root: Path) -> tuple[list[Document], list[tuple[str, str]]]:
+        """The documents under root these settings index, and the (path, reason) of each skipped."""
+        return load_folder(root, self.include, self.exclude, self.access_rules(), self.max_file_bytes,
+                           self.index_drafts)
 
 
 @dataclass(frozen=True)

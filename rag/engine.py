@@ -20,7 +20,6 @@ from rag.answer import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics
 from rag import answerability
 from rag.check import StreamGate, check_answer, links_in, renumber, without_foreign_links
 from rag.config import RagConfig
-from rag.documents import load_folder
 from rag.embeddings import Embedder, EmbeddingError, make_embedder
 from rag.followup import Rewriter, search_query
 from rag.freshness import citation_warning
@@ -75,8 +74,7 @@ class Engine:
     # -- indexing ---------------------------------------------------------------------------
     def index_folder(self, root: Path, provenance: dict[str, Provenance] | None = None) -> IndexStats:
         """Full index of a folder: the index afterwards holds exactly its readable documents."""
-        d = self.config.docs
-        docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes, d.index_drafts)
+        docs, skipped = self.config.docs.read_folder(root)
         stats = apply_documents(self.store, self.embedder, self.config, docs, provenance or {}, full=True)
         stats.skipped = skipped
         # The folder is the repository here: its CODEOWNERS, if any, is read from it (rag/owners.py).

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from rag.documents import load_folder
 from rag.engine import Engine
 from rag.indexer import IndexStats, Provenance, build_rows, chunking_signature
 from rag.owners import Ownership, front_matter_of
@@ -30,9 +29,8 @@ _STALE_META = ("commit", "commit_date", "sync_signature", "ann_trained_rows")
 
 def rebuild_index(engine: Engine, root: Path, provenance: dict[str, Provenance]) -> IndexStats:
     config, store = engine.config, engine.store
-    d = config.docs
     started = time.perf_counter()
-    docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes, d.index_drafts)
+    docs, skipped = config.docs.read_folder(root)
     old_meta: dict[str, Any] = _readable(store.meta, {}, "metadata")
     embedding = {"model": engine.embedder.name, "dim": engine.embedder.dim}
     with tempfile.TemporaryDirectory(prefix="docsbot-rebuild-") as scratch_dir:

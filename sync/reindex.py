@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rag import (
     Document, DocumentError, Embedder, IndexStats, Provenance, RagConfig, Store, apply_documents, front_matter_of,
-    in_scope, load_folder, read_document, shown_path, too_long,
+    in_scope, read_document, shown_path, too_long,
 )
 from sync.gitcmd import GitError, git_records
 from sync.report import FileCounts
@@ -76,7 +76,7 @@ def reconcile(
     last commit match the index are left alone; `rebuild` rewrites every row (settings that shape
     rows changed) — still without embedding text the cache has."""
     d = config.docs
-    docs, skipped = load_folder(root, d.include, d.exclude, d.access_rules(), d.max_file_bytes, d.index_drafts)
+    docs, skipped = d.read_folder(root)
     skipped += too_long_for_checkout(root, d.include, d.exclude)
     indexed = store.doc_columns("doc_hash", "commit", "commit_date")
     result = Applied(skipped=skipped, owners=front_matter_of(docs))

@@ -315,9 +315,8 @@ class Tables:
         if not self.exists():
             return {}
         chunks = self.chunks()
-        table = chunks.search().select(["doc_path", *_present(chunks, columns)]).limit(None).to_arrow()
-        values = _filled(table, columns)
-        return dict(zip(table["doc_path"].to_pylist(), zip(*(values[c] for c in columns))))
+        rows = chunks.search().select(["doc_path", *_present(chunks, columns)]).limit(None).to_arrow().to_pylist()
+        return {row["doc_path"]: tuple(row.get(c) for c in columns) for row in map(_with_defaults, rows)}
 
     def chunk_columns(self, doc_paths: Iterable[str], *columns: str) -> list[dict[str, Any]]:
         """doc_path and the named columns of every chunk of these documents (none without an index)."""
@@ -326,9 +325,8 @@ class Tables:
             return []
         chunks = self.chunks()
         search = chunks.search().where(f"doc_path IN ({sql_list(paths)})")
-        values = _filled(search.select(["doc_path", *_present(chunks, columns)]).limit(None).to_arrow(),
-                         ["doc_path", *columns])
-        return [dict(zip(values, row)) for row in zip(*values.values())]
+        rows = search.select(["doc_path", *_present(chunks, columns)]).limit(None).to_arrow().to_pylist()
+        return [{c: row.get(c) for c in ("doc_path", *columns)} for row in map(_with_defaults, rows)]
 
     def chunk_vectors(self) -> tuple[list[str], np.ndarray]:
         """Every chunk's id and vector (one row of the matrix each), in table order."""
@@ -366,16 +364,6 @@ def _present(table: Any, columns: Iterable[str]) -> list[str]:
     """The named columns this version of the table has."""
     names = set(table.schema.names)
     return [name for name in columns if name in names]
-
-
-def _filled(table: pa.Table, columns: Iterable[str]) -> dict[str, list[Any]]:
-    """Each named column's values; one the table lacks, or null in rows from before its
-    migration, as ROW_DEFAULTS says."""
-    values = {}
-    for name in columns:
-        found = table[name].to_pylist() if name in table.column_names else [None] * table.num_rows
-        values[name] = [ROW_DEFAULTS[name] if v is None else v for v in found] if name in ROW_DEFAULTS else found
-    return values
 
 
 def _with_defaults(row: dict[str, Any]) -> dict[str, Any]:
