@@ -23,7 +23,7 @@ vector (no closer than ASSIGN_FLOOR: else no page, no owner). A page's area is i
 `area`, else its first folder; its owners come from the index's ownership snapshot
 (rag/owners.py). A page is overdue when its review date has passed: its front matter's
 `last_reviewed`, else its last commit (the index's `commit_date`), plus its `review_in`, else
-DOCSBOT_REVIEW_DAYS (rag/freshness.py).
+DOCSBOT_REVIEW_DAYS (rag/freshness.py); a deprecated page never is.
 """
 from __future__ import annotations
 
@@ -59,9 +59,10 @@ class Page:
     commit_date: str
     reviewed: str  # front matter `last_reviewed` (ISO date), "" when none
     review_days: int  # front matter `review_in` in days, 0: DOCSBOT_REVIEW_DAYS
+    status: str  # "" (current), "deprecated" or "draft"
 
     def review(self, default_days: int) -> Review | None:
-        return review_of(self.reviewed, self.commit_date, self.review_days, default_days)
+        return review_of(self.reviewed, self.commit_date, self.review_days, default_days, self.status)
 
 
 @dataclass(frozen=True)
@@ -265,24 +266,23 @@ class GapFinder:
     def _pages(self, paths: Iterable[str], level: Level, ownership: Ownership) -> dict[str, Page]:
         """The first chunk of each document the reader may see, as its page."""
         first: dict[str, dict[str, Any]] = {}
-        columns = ("title", "area", "url", "access_rank", "commit_date", "reviewed", "review_days", "ordinal")
+        columns = ("title", "area", "url", "access_rank", "commit_date", "reviewed", "review_days", "status", "ordinal")
         for row in self.engine.store.chunk_columns(paths, *columns):
             best = first.get(row["doc_path"])
             if row["access_rank"] <= int(level) and (best is None or row["ordinal"] < best["ordinal"]):
                 first[row["doc_path"]] = row
         return {path: Page(path, row["title"], row["area"] or "", (row["url"] or "").split("#")[0],
                            tuple(ownership.owners_for(path)), row["commit_date"] or "", row["reviewed"],
-                           row["review_days"])
+                           row["review_days"], row["status"])
                 for path, row in first.items()}
 
     async def overdue_total(self, now_ms: int) -> int:
-        """Indexed pages overdue for review, whether answers cite them or not (a metric); a
-        deprecated page is retired, not due for review."""
+        """Indexed pages overdue for review, whether answers cite them or not (a metric)."""
         now = _instant(now_ms)
         dates = await asyncio.to_thread(self.engine.store.doc_columns, "reviewed", "commit_date", "review_days",
                                         "status")
-        reviews = (review_of(reviewed, commit_date or "", days, self.config.review_days)
-                   for reviewed, commit_date, days, status in dates.values() if status != "deprecated")
+        reviews = (review_of(reviewed, commit_date or "", days, self.config.review_days, status)
+                   for reviewed, commit_date, days, status in dates.values())
         return sum(review is not None and review.days_overdue(now) is not None for review in reviews)
 
     def _overdue(self, pages: dict[str, Page], relied: Counter[str], until_ms: int) -> list[Overdue]:

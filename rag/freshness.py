@@ -49,9 +49,13 @@ class Review:
         return (now - self.due) // timedelta(days=1) if now > self.due else None
 
 
-def review_of(reviewed: str, commit_date: str, review_days: int, default_days: int) -> Review | None:
-    """The review state of a chunk row's `reviewed`, `commit_date` and `review_days` (0: the
-    default); None when the page has neither date (a folder outside git, no `last_reviewed`)."""
+def review_of(reviewed: str, commit_date: str, review_days: int, default_days: int,
+              status: str = "") -> Review | None:
+    """The review state of a chunk row's `reviewed`, `commit_date`, `review_days` (0: the
+    default) and `status`; None when the page has neither date (a folder outside git, no
+    `last_reviewed`) or is deprecated (retired: no review is due)."""
+    if status == DEPRECATED:
+        return None
     since = _instant(reviewed)
     from_review = since is not None
     if since is None:
