@@ -119,8 +119,9 @@ def next_command(quotes: list[Quote], sections: list[Section], budget: int) -> Q
     if following is None or following.path.rpartition(" › ")[0] != outer or not following.runs:
         return None
     units = following.runs[0].units
-    if not units or not has_code(units[0]) or sum(len(q.text) for q in quotes) + len(units[0].text) > budget:
+    left = budget - sum(len(q.text) for q in quotes)
+    if not units or not has_code(units[0]) or len(units[0].text) > left:
         return None
-    quote = cut(following, units, budget - sum(len(q.text) for q in quotes))
+    quote = cut(following, units, left)
     quote.label = f"*{following.own}:*"
     return quote
