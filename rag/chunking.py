@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from rag.documents import Document
 from rag.formats import Block, Section
 from rag.formats.anchors import slugify as slugify  # the Markdown anchor, importable from here as before
+from rag.terms import identifier_words
 
 HEADING_SEP = " › "
 _WHOLE = ("code", "table")  # kept whole up to 2 * size, never an overlap's source or target
@@ -41,6 +42,15 @@ class Chunk:
     def embed_text(self) -> str:
         """Heading path + text: what is embedded and full-text indexed."""
         return f"{self.heading_path}\n\n{self.text}" if self.heading_path else self.text
+
+    @functools.cached_property
+    def search_text(self) -> str:
+        """What the full-text index holds: embed_text, and the words of the camel-case identifiers
+        in its heading path ("etcdMembersDown" is also "etcd Members Down"). Only there: the same
+        words taken from the body too lifted retrieval a little (MRR macro 0.835 -> 0.843) but let
+        one more unanswerable question through the gate (docs/evaluation.md)."""
+        words = identifier_words(self.heading_path)
+        return f"{self.embed_text}\n\n{words}" if words else self.embed_text
 
     @functools.cached_property
     def text_hash(self) -> str:

@@ -23,9 +23,7 @@ from rag.procedures import (Picked, Quote, Section, acting, action_weights, choo
 from rag.prompt import DECLINE_MARKER, Source
 from rag.spans import parse, resolve_links
 from rag.steps import next_command, step_quotes
-from rag.terms import content_terms, matched_terms, question_terms
-
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+from rag.terms import content_terms, identifier_words, matched_terms, question_terms
 
 
 def gather(sources: list[Source]) -> list[Section]:
@@ -82,7 +80,13 @@ def _named_verb_first(scored: list[Picked], actions: dict[int, float]) -> list[P
 
 def _words(text: str) -> set[str]:
     """Content words, an identifier in camel case also as its words ("etcdMembersDown")."""
-    return set(content_terms(text)) | set(content_terms(_CAMEL.sub(" ", text)))
+    return set(content_terms(text)) | set(content_terms(identifier_words(text)))
+
+
+def _heading_terms(asked: set[str], heading: str) -> set[str]:
+    """The asked terms a heading names, an identifier's words too ("etcd members are down" names
+    etcdMembersDown), these exactly: by prefix, "kube" of KubeVirt would name anything Kube*."""
+    return matched_terms(asked, set(content_terms(heading))) | (asked & set(content_terms(identifier_words(heading))))
 
 
 def _covered(terms: set[str], words: set[str]) -> set[str]:
@@ -205,9 +209,9 @@ class ExtractiveAnswerer:
         for section in sections:
             vocabulary |= _words(f"{section.title} {section.path}")
             outer, _, own = section.path.rpartition(" › ")
-            title_terms = matched_terms(asked, set(content_terms(section.title)))
-            own_terms = matched_terms(asked, set(content_terms(own)))
-            outer_terms = matched_terms(asked, set(content_terms(outer)))
+            title_terms = _heading_terms(asked, section.title)
+            own_terms = _heading_terms(asked, own)
+            outer_terms = _heading_terms(asked, outer)
             for run, parsed in enumerate(section.runs):
                 for index, unit in enumerate(parsed.units):
                     words = set(content_terms(unit.text))

@@ -22,8 +22,10 @@ from rag.store import Index, chunk_schema, vector_array
 
 # Raised when the chunker's output changes for the same settings, so the next sync rewrites every
 # row (2: a title that is only an identifier is no longer part of the chunks' text; 3: chunks are
-# made from the formats' document model, rag/formats/, as normalised Markdown).
-CHUNKING_VERSION = 3
+# made from the formats' document model, rag/formats/, as normalised Markdown; 4: the full-text
+# column also holds the words of the camel-case identifiers in the heading path, rag/terms.identifier_words:
+# no vector changes).
+CHUNKING_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -174,7 +176,7 @@ def build_rows(
             "reviewed": doc.reviewed,
             "review_days": doc.review_days or 0,
             "text": chunk.text,
-            "search_text": chunk.embed_text,
+            "search_text": chunk.search_text,
             "text_hash": chunk.text_hash,
             "doc_hash": doc.content_hash,
         }

@@ -64,6 +64,18 @@ def stem(word: str) -> str:
     return word
 
 
+_IDENTIFIER = re.compile(r"\b[A-Za-z][A-Za-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*\b")
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def identifier_words(text: str) -> str:
+    """The words of each camel-case identifier in a text, once each ("etcdMembersDown is down" →
+    "etcd Members Down"): a full-text index sees such an identifier as one token, so a question
+    that names the alert or class in words ("etcd members are down") would never match it."""
+    seen = dict.fromkeys(_IDENTIFIER.findall(text))
+    return " ".join(_CAMEL_BOUNDARY.sub(" ", name) for name in seen)
+
+
 def content_terms(text: str) -> list[str]:
     """The stemmed content words of a text, in order, stop words dropped."""
     words = WORD.findall(PHRASES.sub(r"\1\2", text.lower()))
