@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 
 from rag.followup import heuristic_query
 from rag.kinds import fits_kind, question_kind
-from rag.procedures import (Picked, Quote, Section, acting, action_weights, choose_span, cut, number_fit, qualifier,
-                            qualifying, render, runbook_weights)
+from rag.procedures import (Picked, Quote, Section, acting, action_weights, choose_span, cut, number_fit, prerequisites,
+                            qualifier, qualifying, render, runbook_weights)
 from rag.prompt import DECLINE_MARKER, Source
 from rag.spans import parse, resolve_links
 from rag.steps import next_command, step_quotes
@@ -161,6 +161,8 @@ class ExtractiveAnswerer:
             quotes.append(then)
         if (extra := qualifier(quotes, sections, asked, self.max_chars)) is not None:
             quotes.append(extra)
+        if acts:
+            quotes[:0] = prerequisites(quotes, sections)
         first = next((q for q in quotes if q.section is best.section), quotes[0])
         if weak(question, asked, vocabulary, f"{best.section.title} {best.section.path} {best.unit.text} {first.text}"):
             return f"{DECLINE_MARKER} (closest: {best.section.title} › {best.section.path})"
@@ -170,8 +172,9 @@ class ExtractiveAnswerer:
               history: Sequence[tuple[str, str]] = ()) -> tuple[list[list[Quote]], list[Section]]:
         """What it would quote from each section were it the best: its span (a procedure whole,
         a table with its header; with a "Step n" page's other steps in order; all of the section
-        when that fits `max_chars`: nothing to cut, nothing left out) and the section that
-        qualifies a rule it states, whole. Groups come best first, each section in one; also
+        when that fits `max_chars`: nothing to cut, nothing left out), the sections before a
+        procedure that say what must hold first, and the section that qualifies a rule it
+        states, whole. Groups come best first, each section in one; also
         returned: the sections none of them quotes (no unit shares a question word)."""
         kind, asked = _asked(question, history)
         sections = gather(sources)
@@ -188,6 +191,9 @@ class ExtractiveAnswerer:
             quotes = [q for q in steps or [] if id(q.section) not in quoted]
             if not any(q.section is best.section for q in quotes):  # e.g. the option a step's quote left out
                 quotes = [span]
+            if acts:  # the conditions the doc puts first, whole: a model reads them before the steps
+                quotes[:0] = [cut(q.section, q.section.runs[0].units, self.max_chars)
+                              for q in prerequisites(quotes, sections) if id(q.section) not in quoted]
             if (found := qualifying(quotes, sections)) is not None and id(found[1]) not in quoted:
                 rule = cut(found[1], found[1].runs[0].units, self.max_chars)
                 rule.label = f"*{found[1].own}:*"

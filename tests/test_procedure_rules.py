@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rag.chunking import chunk_document
 from rag.documents import AccessRules, load_folder
+from rag.extractive import ExtractiveAnswerer
 from rag.kinds import fits_kind
 from rag.prompt import Source
 from rag.spans import fences_balanced
@@ -45,6 +46,24 @@ def test_a_command_goes_on_into_the_next_section_when_that_one_begins_with_a_com
     which = answer("which CLI requests break-glass access?", sources)
     assert "tp-breakglass request" in which and "tp-breakglass connect" not in which, which
 
+
+
+def test_a_procedure_names_the_conditions_and_approvals_its_page_puts_before_it():
+    # "When break-glass is allowed" and "Who approves" come before "Requesting access": named
+    # first, in document order, each cited; the commands follow whole
+    sources = page("runbooks/emergency-db-access.md", "Requesting access")
+    text = answer("how do I get break-glass access to the production database?", sources)
+    assert in_order(text, "› When break-glass is allowed [", "› Who approves [", "tp-breakglass request",
+                    "tp-breakglass connect"), text
+    assert "There is an **open SEV1" not in text and fences_balanced(text)  # named, not quoted
+    # a row of a troubleshooting table is not a procedure: nothing to check before it
+    row = answer("ok it says connected but none of the internal hostnames resolve",
+                 page("onboarding/vpn-setup.md", "Troubleshooting"))
+    assert "resolvconf" in row and "Before you start" not in row, row
+    # the model gets the same conditions, whole, before the steps (rag/sourcing.py)
+    groups, _ = ExtractiveAnswerer().spans("how do I get break-glass access to the production database?", sources)
+    assert [q.section.own for q in groups[0][:3]] == ["When break-glass is allowed", "Who approves",
+                                                      "Requesting access"]
 
 
 # openshift/runbooks (Apache-2.0), cluster-etcd-operator: the page the question names, and another
