@@ -69,11 +69,13 @@ _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 def identifier_words(text: str) -> str:
-    """The words of each camel-case identifier in a text, once each ("etcdMembersDown is down" →
-    "etcd Members Down"): a full-text index sees such an identifier as one token, so a question
-    that names the alert or class in words ("etcd members are down") would never match it."""
-    seen = dict.fromkeys(_IDENTIFIER.findall(text))
-    return " ".join(_CAMEL_BOUNDARY.sub(" ", name) for name in seen)
+    """The words of each camel-case identifier of three words or more in a text, once each
+    ("etcdMembersDown is down" → "etcd Members Down"): a full-text index sees such an identifier
+    as one token, so a question that names the alert or class in words ("etcd members are down")
+    would never match it. Two-word names are mostly brands (MariaDB, GitHub, OpenShift), whose
+    halves ("open", "db") are not what they are about."""
+    words = (_CAMEL_BOUNDARY.sub(" ", name) for name in dict.fromkeys(_IDENTIFIER.findall(text)))
+    return " ".join(w for w in words if w.count(" ") >= 2)
 
 
 def content_terms(text: str) -> list[str]:

@@ -25,9 +25,10 @@ QUESTION = "etcd members are down, how do I check the health of etcd?"
 @pytest.mark.parametrize("text, words", [
     ("etcdMembersDown is firing", "etcd Members Down"),
     ("ExtremelyHighIndividualControlPlaneMemory", "Extremely High Individual Control Plane Memory"),
-    ("use httpBatchLink, then httpBatchLink again with useQuery", "http Batch Link use Query"),
+    ("use httpBatchLink, then httpBatchLink again with useQuery", "http Batch Link"),
     ("KubeAPIDown and getHTTPResponse", "Kube API Down get HTTP Response"),
     ("HTTP, OAuth, iOS, etcd and v11 are not camel case", ""),
+    ("MariaDB, PostgreSQL, GitHub and OpenShift are names, not words", ""),
 ])
 def test_identifier_words(text: str, words: str) -> None:
     assert identifier_words(text) == words
