@@ -351,9 +351,12 @@ def quote_text(quote: Quote, text: str) -> str:
 
 
 def render(quotes: list[Quote]) -> str:
-    """The quotes in order, each cited once by its section's source, a code block shown once."""
+    """The quotes in order, each cited once by its section's source, a code block shown once and
+    a quote that says again what an earlier one said (the same sentence on two pages) shown once,
+    cited by both."""
     seen: set[str] = set()
-    parts = []
+    shown: list[str] = []  # each part's text, flattened
+    parts: list[str] = []
     for quote in quotes:
         def once(m: re.Match[str]) -> str:
             body = m.group(0).split("\n", 1)[1]
@@ -363,8 +366,14 @@ def render(quotes: list[Quote]) -> str:
             return m.group(0)
 
         text = _FENCED.sub(once, quote.text).strip()
+        flat = " ".join(text.split())
         if not text:
             continue
+        if (again := next((i for i, earlier in enumerate(shown) if flat in earlier), None)) is not None:
+            if f"[{quote.section.n}]" not in parts[again]:
+                parts[again] += f"[{quote.section.n}]"
+            continue
+        shown.append(flat)
         text = quote_text(quote, text)
         end = "\n" if is_code(text.rsplit("\n", 1)[-1]) else " "
         parts.append(f"{text}{end}[{quote.section.n}]")

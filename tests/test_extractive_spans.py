@@ -197,6 +197,17 @@ def test_a_code_block_comes_with_its_lead_in_and_is_shown_once():
     assert text.count("$ etcdctl defrag") == 1 and fences_balanced(text)
 
 
+def test_a_sentence_two_pages_share_is_quoted_once_and_cited_by_both():
+    # the Amazon RDS user guide says it on its MariaDB page and again in its best practices
+    engines = ("InnoDB (for version 10.2 and higher) and XtraDB (for version 10.0 and 10.1) are the recommended "
+               "and supported storage engines for MariaDB DB instances on Amazon RDS.")
+    sources = [Source(1, "MariaDB on Amazon RDS", "Supported Storage Engines", engines, 0.7, "mariadb.md", 3),
+               Source(2, "Best Practices for Amazon RDS", "MariaDB Storage Engines", engines, 0.7, "best.md", 9)]
+    text = answer("What are the recommended and supported storage engines for MariaDB DB instances on Amazon RDS?",
+                  sources)
+    assert text.count("InnoDB (for version 10.2") == 1 and text.endswith("Amazon RDS. [1][2]"), text
+
+
 def test_reference_links_defined_elsewhere_on_the_page_are_resolved():
     sources = runbook("etcdHighFsyncDurations", {
         "Mitigation › Fragmented state":
