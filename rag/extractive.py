@@ -234,8 +234,10 @@ class ExtractiveAnswerer:
             if not overlap and not own_terms and not outer_terms:
                 continue
             unit = section.runs[run].units[index]
-            relevance = sum(idf[t] for t in overlap | own_terms)
-            relevance += 0.5 * sum(idf.get(t, 1.0) for t in outer_terms - overlap - own_terms) + 0.5 / section.n
+            # fsum: exact, so the same in any order (a set's order varies between processes, and a
+            # float sum in another order could break a tie the other way on another replica)
+            relevance = math.fsum(idf[t] for t in overlap | own_terms)
+            relevance += 0.5 * math.fsum(idf.get(t, 1.0) for t in outer_terms - overlap - own_terms) + 0.5 / section.n
             if top > 0:  # a page far less similar to the question than the best one weighs less
                 relevance *= (max(section.similarity, 0.0) / top) ** 0.5
             relevance *= weights.get(id(section), 1.0)
