@@ -47,8 +47,8 @@ class Chunk:
     def search_text(self) -> str:
         """What the full-text index holds: embed_text, and the words of the camel-case identifiers
         in its heading path ("etcdMembersDown" is also "etcd Members Down"). Only there: the same
-        words taken from the body too lifted retrieval a little (MRR macro 0.835 -> 0.843) but let
-        one more unanswerable question through the gate (docs/evaluation.md)."""
+        words taken from the body too lifted the dev suite's MRR a little but let one more
+        unanswerable question through the answerability gate."""
         words = identifier_words(self.heading_path)
         return f"{self.embed_text}\n\n{words}" if words else self.embed_text
 
