@@ -79,8 +79,9 @@ def _named_verb_first(scored: list[Picked], actions: dict[int, float]) -> list[P
 
 
 def _words(text: str) -> set[str]:
-    """Content words, an identifier in camel case also as its words ("etcdMembersDown")."""
-    return set(content_terms(text)) | set(content_terms(identifier_words(text)))
+    """Content words, an identifier in camel case also as its words ("etcdMembersDown",
+    "queryOptions"): what a span covers, never what lifts it."""
+    return set(content_terms(text)) | set(content_terms(identifier_words(text, min_words=2)))
 
 
 def _heading_terms(asked: set[str], heading: str) -> set[str]:
@@ -161,8 +162,8 @@ class ExtractiveAnswerer:
             quotes.append(then)
         if (extra := qualifier(quotes, sections, asked, self.max_chars)) is not None:
             quotes.append(extra)
-        if acts:
-            quotes[:0] = prerequisites(quotes, sections)
+        if acts:  # named, first: "First: see Break-Glass › Who approves"
+            quotes[:0] = [Quote(s, f"First: see {s.title} › {s.path}") for s in prerequisites(quotes, sections)]
         first = next((q for q in quotes if q.section is best.section), quotes[0])
         if weak(question, asked, vocabulary, f"{best.section.title} {best.section.path} {best.unit.text} {first.text}"):
             return f"{DECLINE_MARKER} (closest: {best.section.title} › {best.section.path})"
@@ -192,8 +193,8 @@ class ExtractiveAnswerer:
             if not any(q.section is best.section for q in quotes):  # e.g. the option a step's quote left out
                 quotes = [span]
             if acts:  # the conditions the doc puts first, whole: a model reads them before the steps
-                quotes[:0] = [cut(q.section, q.section.runs[0].units, self.max_chars)
-                              for q in prerequisites(quotes, sections) if id(q.section) not in quoted]
+                quotes[:0] = [cut(s, s.runs[0].units, self.max_chars)
+                              for s in prerequisites(quotes, sections) if id(s) not in quoted]
             if (found := qualifying(quotes, sections)) is not None and id(found[1]) not in quoted:
                 rule = cut(found[1], found[1].runs[0].units, self.max_chars)
                 rule.label = f"*{found[1].own}:*"

@@ -22,14 +22,13 @@ import re
 from dataclasses import dataclass
 
 from rag.kinds import question_kind
-from rag.spans import Parsed, Table, Unit, is_code, row_text, table_text
+from rag.spans import NUMBERED, Parsed, Table, Unit, is_code, row_text, table_text
 from rag.terms import content_terms, matched_terms, question_terms
 
 _QUALIFIER = re.compile(r"\b(exceptions?|caveats?|limitations?|warnings?|notes?|unless|requires? approval)\b", re.I)
 # Sections that say what must hold, or who must agree, before a procedure is followed.
 _PREREQUISITE = re.compile(r"\b(?:prerequisites?|requirements|before you (?:begin|start)|who (?:approves|can|may)|"
                            r"approvals?|eligib\w*|when\b.*\b(?:allowed|permitted))\b", re.I)
-_STEPS = re.compile(r"^\s*(?:`{3}|~{3}|\d+[.)]\s)", re.M)  # a command or a numbered step
 _RULE = re.compile(r"\b(?:no|not|never|must|only|allowed|requires?|needs?|forbidden|cannot|may)\b", re.I)
 # Runbook sections and the questions they answer (the openshift/runbooks convention).
 RUNBOOK_KINDS = (
@@ -320,18 +319,18 @@ def qualifier(quotes: list[Quote], sections: list[Section], asked: set[str], max
     return Quote(s, f"{s.own.capitalize()} apply: see {s.title} › {s.path}")
 
 
-def prerequisites(quotes: list[Quote], sections: list[Section]) -> list[Quote]:
+def prerequisites(quotes: list[Quote], sections: list[Section]) -> list[Section]:
     """The sections before a quoted procedure on its page that say what must hold or who must
-    approve first ("When break-glass is allowed", "Who approves", "Prerequisites"), named in
-    document order: the commands are never given without the conditions the doc puts first."""
+    approve first ("When break-glass is allowed", "Who approves", "Prerequisites"), in document
+    order: the commands are never given without the conditions the doc puts first."""
     page = quotes[0].section.doc
-    if not any(_STEPS.search(q.text) for q in quotes if q.section.doc == page):
+    if not any(is_code(line) or NUMBERED.match(line) for q in quotes if q.section.doc == page
+               for line in q.text.splitlines()):
         return []  # a row or a sentence, not steps to follow
     start = min(q.section.ordinal for q in quotes if q.section.doc == page)
     quoted = {id(q.section) for q in quotes}
-    before = sorted((s for s in sections if s.doc == page and s.ordinal < start and id(s) not in quoted
-                     and _PREREQUISITE.search(s.own)), key=lambda s: s.ordinal)
-    return [Quote(s, f"First: see {s.title} › {s.path}") for s in before]
+    return sorted((s for s in sections if s.doc == page and s.ordinal < start and id(s) not in quoted
+                   and _PREREQUISITE.search(s.own)), key=lambda s: s.ordinal)
 
 
 _FENCED = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$", re.S | re.M)
@@ -366,9 +365,9 @@ def render(quotes: list[Quote]) -> str:
             return m.group(0)
 
         text = _FENCED.sub(once, quote.text).strip()
-        flat = " ".join(text.split())
         if not text:
             continue
+        flat = " ".join(text.split())
         if (again := next((i for i, earlier in enumerate(shown) if flat in earlier), None)) is not None:
             if f"[{quote.section.n}]" not in parts[again]:
                 parts[again] += f"[{quote.section.n}]"

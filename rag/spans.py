@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
 _ITEM = re.compile(r"^( {0,3})([-*+]|\d+[.)])\s+")
-_NUMBERED = re.compile(r"^\d+[.)]\s")
+NUMBERED = re.compile(r"^\d+[.)]\s")  # a numbered list item's first line
 _REF_DEF = re.compile(r"^ {0,3}\[([^\]]+)\]:\s*(\S+)")
 _REF_USE = re.compile(r"\[([^\[\]]+)\]\[([^\[\]]*)\]")
 _NOTE = re.compile(r"^(?:>|\W*(?:note|warning|important|caution|unless|except)\b)", re.I)
@@ -217,7 +217,7 @@ def _units(index: int, kind: str, lines: list[str], complete: bool, parsed: Pars
         return [Unit("\n".join(lines).strip("\n"), "code", index, complete=complete)]
     if kind == "list":
         items = _items(lines)
-        numbered = all(_NUMBERED.match(item[0]) for item in items)
+        numbered = all(NUMBERED.match(item[0]) for item in items)
         if numbered and len(items) > 1:
             parsed.numbered.add(index)
         units = []

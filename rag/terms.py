@@ -68,14 +68,15 @@ _IDENTIFIER = re.compile(r"\b[A-Za-z][A-Za-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*\b")
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
-def identifier_words(text: str) -> str:
-    """The words of each camel-case identifier of three words or more in a text, once each
+def identifier_words(text: str, min_words: int = 3) -> str:
+    """The words of each camel-case identifier of `min_words` words or more in a text, once each
     ("etcdMembersDown is down" → "etcd Members Down"): a full-text index sees such an identifier
     as one token, so a question that names the alert or class in words ("etcd members are down")
     would never match it. Two-word names are mostly brands (MariaDB, GitHub, OpenShift), whose
-    halves ("open", "db") are not what they are about."""
+    halves ("open", "db") are not what they are about, so they count only where a word found by
+    mistake costs nothing (min_words=2)."""
     words = (_CAMEL_BOUNDARY.sub(" ", name) for name in dict.fromkeys(_IDENTIFIER.findall(text)))
-    return " ".join(w for w in words if w.count(" ") >= 2)
+    return " ".join(w for w in words if w.count(" ") >= min_words - 1)
 
 
 def content_terms(text: str) -> list[str]:

@@ -34,6 +34,11 @@ def test_identifier_words(text: str, words: str) -> None:
     assert identifier_words(text) == words
 
 
+def test_two_word_identifiers_count_where_asked_for() -> None:
+    # what a span covers (rag/extractive.py) reads "queryOptions" as "query options" too
+    assert identifier_words("MariaDB and queryOptions", min_words=2) == "Maria DB query Options"
+
+
 @pytest.fixture
 def runbooks(tmp_path: Path, embedder: LocalMiniLM) -> Engine:
     settings = make_settings(tmp_path / "index", docs_dir=str(RUNBOOKS), default_level="public")
