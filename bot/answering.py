@@ -112,10 +112,11 @@ class Answerer:
         if not await self._admitted(q.user, tell):
             telemetry.failed(surface, "rate_limited")
             return
+        await self.directory.follow_changes()  # what another replica heard of, before any cached level is used
         asker = await self.directory.user_level(q.user)
         if asker is None:
             return
-        audience = PANEL if panel else await self.directory.audience(q.channel)
+        audience = PANEL if panel else await self.directory.audience(q.channel, asker)
         try:
             if way_in.announce is not None:
                 q = replace(q, thread_ts=await self.post(q.channel, None, way_in.announce))

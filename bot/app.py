@@ -32,6 +32,7 @@ from bot.work import BackgroundWork
 from docsbot.settings import Settings
 from rag import Engine, bulk_threads
 from state.answers import AnswerLog
+from state.audience import AudienceChanges
 from state.db import StateDB
 from state.dedupe import Dedupe
 from state.ratelimit import RateLimit
@@ -83,7 +84,7 @@ def build_bot(
     client = web_client(settings)
     # The signature is checked once, by `signed_by_slack` on the raw bytes, before Bolt sees them.
     app = AsyncApp(client=client, name="docsbot", process_before_response=False, request_verification_enabled=False)
-    directory = Directory(client, access, settings.bot_lookup_ttl_s)
+    directory = Directory(client, access, settings.bot_lookup_ttl_s, settings.audience_fresh_s, AudienceChanges(state))
     answer_log = AnswerLog(state, settings.answer_log_days)
     answerer = Answerer(
         client, engine, directory, answer_log,

@@ -2,12 +2,20 @@
 
 Any lookup that fails makes the person or the conversation `public`: a Slack outage or a
 missing scope can only make answers narrower, never wider.
+
+Every replica hears of an audience change Slack told any of them: the one that got the event
+logs it in the shared state database (state/audience.py) and each replica reads what is new
+before each answer. An answer above `public` in a conversation others read uses an audience
+confirmed with Slack within `fresh_s` (DOCSBOT_AUDIENCE_FRESH_S), so an event Slack never
+delivered leaves it stale that long at most, not for the whole lookup TTL.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +25,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.access import AccessFile, AccessPolicy
 from rag import Level
+from state.audience import AudienceChanges
+from state.db import StateUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -43,18 +53,24 @@ class Audience:
 
 class Directory:
     """Cached lookups; the channel events (joins, leaves, sharing, privacy) forget a channel's
-    audience at once, so the cache can only be stale for changes Slack does not announce."""
+    audience at once, in every replica sharing `changes`, so the cache can only be stale for
+    changes Slack does not announce, and an audience above `public` for `fresh_s` at most."""
 
-    def __init__(self, client: AsyncWebClient, access: AccessFile, ttl_s: float) -> None:
+    def __init__(self, client: AsyncWebClient, access: AccessFile, ttl_s: float, fresh_s: float | None = None,
+                 changes: AudienceChanges | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
         self.access = access
-        self._users: TTLCache[str, tuple[Level | None, str]] = TTLCache(_CACHED, ttl_s)  # (level, locale)
-        self._groups: TTLCache[str, frozenset[str]] = TTLCache(_CACHED, ttl_s)
-        self._audiences: TTLCache[str, Audience] = TTLCache(_CACHED, ttl_s)
+        self.fresh_s = ttl_s if fresh_s is None else fresh_s
+        self.changes = changes  # None: this process alone (no replica to tell or hear from)
+        self._clock = clock
+        self._users: TTLCache[str, tuple[Level | None, str]] = TTLCache(_CACHED, ttl_s, clock)  # (level, locale)
+        self._groups: TTLCache[str, frozenset[str]] = TTLCache(_CACHED, ttl_s, clock)
+        self._audiences: TTLCache[str, tuple[Audience, float]] = TTLCache(_CACHED, ttl_s, clock)  # (, confirmed at)
         # Bumped by every invalidation: a lookup that was running meanwhile is not cached.
         self._audience_epochs: defaultdict[str, int] = defaultdict(int)
         self._lookups = asyncio.Semaphore(_CONCURRENT_LOOKUPS)
         self._policy_version = access.version
+        self._seen: int | None = None  # the newest change log entry followed; None: not read yet
 
     @property
     def policy(self) -> AccessPolicy:
@@ -78,8 +94,55 @@ class Directory:
     def forget_user(self, user_id: str) -> None:
         """A person changed (became a guest, left): their level and every audience are looked up again."""
         self._users.pop(user_id, None)
+        self._forget_audiences()
+
+    def _forget_audiences(self) -> None:
         for channel_id in list(self._audiences):
             self.forget_channel(channel_id)
+
+    # -- changes Slack told one replica -----------------------------------------------------------
+    async def channel_changed(self, channel_id: str) -> None:
+        """Slack said a channel's members, sharing or privacy changed: forgotten here and logged
+        for the other replicas."""
+        self.forget_channel(channel_id)
+        await self._share(channel_id=channel_id)
+
+    async def user_changed(self, user_id: str) -> None:
+        """Slack said a person's account changed: forgotten here and logged for the other replicas."""
+        self.forget_user(user_id)
+        await self._share(user_id=user_id)
+
+    async def _share(self, channel_id: str = "", user_id: str = "") -> None:
+        if self.changes is None:
+            return
+        try:
+            await self.changes.record(channel_id=channel_id, user_id=user_id)
+        except StateUnavailable as exc:
+            log.warning("audience change of %s not logged for the other replicas (%s): they follow it within "
+                        "DOCSBOT_AUDIENCE_FRESH_S", channel_id or user_id, exc)
+
+    async def follow_changes(self) -> None:
+        """Before an answer: forget what any replica logged since the last look (one query on the
+        log's key). A log that cannot be read trusts no cached audience: each is looked up again."""
+        if self.changes is None:
+            return
+        try:
+            if self._seen is None:  # what was cached before the first look predates nothing known
+                self._seen = await self.changes.newest()
+                self._users.clear()
+                self._forget_audiences()
+                return
+            news = await self.changes.since(self._seen)
+        except StateUnavailable as exc:
+            log.warning("audience change log unreadable (%s): every audience is looked up again", exc)
+            self._forget_audiences()
+            return
+        for change in news:
+            if change.user_id:
+                self.forget_user(change.user_id)
+            if change.channel_id:
+                self.forget_channel(change.channel_id)
+            self._seen = change.seq
 
     # -- people ---------------------------------------------------------------------------------
     async def user_level(self, user_id: str) -> Level | None:
@@ -144,15 +207,23 @@ class Directory:
         return members
 
     # -- conversations --------------------------------------------------------------------------
-    async def audience(self, channel_id: str) -> Audience:
+    async def audience(self, channel_id: str, asker: Level = Level.restricted) -> Audience:
+        """Who reads `channel_id`. When an answer to `asker` there could use a document above
+        `public` and others read it, the audience is confirmed with Slack again unless it was
+        within `fresh_s` (a failed lookup is `public`)."""
         self._follow_policy()
         cached = self._audiences.get(channel_id)
-        if cached is None:
-            epoch = self._audience_epochs[channel_id]
-            cached = await self._resolve_audience(channel_id)
-            if epoch == self._audience_epochs[channel_id]:
-                self._audiences[channel_id] = cached
-        return cached
+        if cached is not None and not self._unconfirmed(*cached, asker):
+            return cached[0]
+        epoch, confirmed_at = self._audience_epochs[channel_id], self._clock()
+        audience = await self._resolve_audience(channel_id)
+        if epoch == self._audience_epochs[channel_id]:
+            self._audiences[channel_id] = (audience, confirmed_at)
+        return audience
+
+    def _unconfirmed(self, audience: Audience, confirmed_at: float, asker: Level) -> bool:
+        above_public = not audience.direct and min(asker, audience.level) > Level.public
+        return above_public and self._clock() - confirmed_at > self.fresh_s
 
     async def _resolve_audience(self, channel_id: str) -> Audience:
         try:

@@ -51,6 +51,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "ann_min_rows": (1, 1_000_000_000),
     "port": (1, 65_535),
     "bot_lookup_ttl_s": (0.001, 30 * DAY_S),
+    "audience_fresh_s": (0, 30 * DAY_S),
     "bot_user_questions_per_minute": (1, 100_000),
     "bot_max_concurrent_answers": (1, 100_000),
     "bot_dedupe_ttl_s": (0.001, 30 * DAY_S),
@@ -290,6 +291,9 @@ class Settings(BaseSettings):
     access_file: str = ""
     # How long user levels, group members and channel audiences are cached.
     bot_lookup_ttl_s: float = 300.0
+    # An answer above `public` in a conversation others read re-confirms its audience with Slack
+    # when it was last confirmed longer ago than this (an audience change Slack never delivered).
+    audience_fresh_s: float = 30.0
     # Questions one person may ask per minute, and answers generated at once (more wait in line).
     bot_user_questions_per_minute: int = 6
     bot_max_concurrent_answers: int = 8

@@ -55,6 +55,44 @@ async def test_a_guest_joining_a_private_channel_lowers_the_next_answer_at_once(
         assert "On-Call Handbook" not in visible_text(answers(local, demo.ENG)[-1])
 
 
+async def test_a_join_slack_never_delivered_stops_team_answers_after_audience_fresh_s(
+    sample_engine: Engine, settings: Settings
+) -> None:
+    settings = settings.model_copy(update={"audience_fresh_s": 1.0})
+    async with local_slack(settings, sample_engine) as local:
+        await mention(local, demo.DAN, demo.ENG, ROTATION)
+        await local.settle()
+        assert await answered_level(local, demo.ENG) == "team"
+        local.standin.workspace.channels[demo.ENG]["members"].append(demo.GUEST)  # and no event, ever
+        await asyncio.sleep(1.2)
+        await mention(local, demo.DAN, demo.ENG, ROTATION)
+        await local.settle()
+        assert await answered_level(local, demo.ENG) == "public"
+        assert "On-Call Handbook" not in visible_text(answers(local, demo.ENG)[-1])
+
+
+async def test_a_join_told_to_one_bot_reaches_another_bot_on_the_same_sqlite_state(
+    sample_engine: Engine, settings: Settings
+) -> None:
+    """Two bots in one process, each with its own connection to the one SQLite file (the default
+    state database): the join event reaches A only, B answers next."""
+    settings = settings.model_copy(update={"audience_fresh_s": 600.0})
+    async with local_slack(settings, sample_engine) as a, local_slack(settings, sample_engine) as b:
+        await mention(b, demo.DAN, demo.ENG, ROTATION)
+        await b.settle()
+        assert await answered_level(b, demo.ENG) == "team"
+        for local in (a, b):  # Slack's view: the guest is a member, whichever bot asks
+            local.standin.workspace.channels[demo.ENG]["members"].append(demo.GUEST)
+        joined = {"type": "member_joined_channel", "user": demo.GUEST, "channel": demo.ENG, "channel_type": "G",
+                  "team": a.standin.workspace.team_id, "event_ts": a.standin.next_ts()}
+        assert (await a.slack.event(joined)).status == 200
+        await a.settle()
+        await mention(b, demo.DAN, demo.ENG, ROTATION)
+        await b.settle()
+        assert await answered_level(b, demo.ENG) == "public"
+        assert "On-Call Handbook" not in visible_text(answers(b, demo.ENG)[-1])
+
+
 async def test_an_edited_access_file_applies_without_a_restart_and_a_broken_one_is_refused(
     sample_engine: Engine, settings: Settings, tmp_path: Path
 ) -> None:

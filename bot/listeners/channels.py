@@ -1,4 +1,5 @@
-"""Changes to who reads a conversation: each forgets that conversation's cached audience at once.
+"""Changes to who reads a conversation: each forgets that conversation's cached audience at once,
+in this replica and (through the shared change log, bot.directory) in every other before its next answer.
 
 A guest joining a private channel lowers the next answer's level there immediately, instead of
 after the lookup cache expires; a channel shared with another organisation is looked up again
@@ -32,10 +33,10 @@ async def audience_changed(event: dict[str, Any], context: AsyncBoltContext) -> 
     channel = event.get("channel")
     channel_id = channel.get("id") if isinstance(channel, dict) else channel
     if isinstance(channel_id, str) and channel_id:
-        services_of(context).answerer.directory.forget_channel(channel_id)
+        await services_of(context).answerer.directory.channel_changed(channel_id)
 
 
 async def user_changed(event: dict[str, Any], context: AsyncBoltContext) -> None:
     user = event.get("user")
     if isinstance(user, dict) and isinstance(user.get("id"), str):
-        services_of(context).answerer.directory.forget_user(user["id"])
+        await services_of(context).answerer.directory.user_changed(user["id"])

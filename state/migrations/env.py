@@ -6,6 +6,7 @@ from __future__ import annotations
 from alembic import context
 
 import state.answers  # noqa: F401  (registers tables)
+import state.audience  # noqa: F401
 import state.dedupe  # noqa: F401
 import state.leases  # noqa: F401
 import state.legacy  # noqa: F401
