@@ -4,28 +4,25 @@ Slack delivers `member_joined_channel`, `user_change` and the like to one replic
 records the change here and every replica reads what is new before each answer (one query on
 the primary key, nothing returned when nothing changed), forgetting what it had cached.
 
-Entries are numbered max+1 inside the writing transaction: a second writer that read the same
-max fails on the primary key and numbers its entry again, once the first has committed. So an
-entry is numbered only after every lower number is visible, and a reader that has seen up to N
-can never later find an entry below N it missed (a serial column gives no such promise on
-Postgres: numbers are handed out at insert, and may commit out of order). The newest entry is
-never pruned, so numbers never start again."""
+Writers take turns (a transaction-scoped advisory lock on Postgres, the write lock SQLite takes
+at BEGIN) and number their entry max+1, so entries commit in the order of their numbers and a
+reader that has seen up to N can never later find an entry below N it missed (a serial column
+gives no such promise on Postgres: numbers are handed out at insert, and may commit out of
+order). The newest entry is never pruned, so numbers never start again."""
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import Float, Integer, String, delete, func, insert, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Float, Integer, String, delete, func, insert, select, text
 from sqlalchemy.orm import Mapped, mapped_column
-from tenacity import retry, retry_if_exception_type, stop_after_attempt
 
-from state.db import StateDB, StateUnavailable
+from state.db import StateDB
 from state.schema import Base
 
 KEEP_S = 86_400.0  # a day: far longer than any lookup cache an entry could make stale
-_WRITERS_AT_ONCE = 8  # a writer that lost the race for a number this many times gives up
+_WRITERS_LOCK = 0x617564  # pg_advisory_xact_lock key of the log's writers ("aud")
 
 
 class AudienceChange(Base):
@@ -52,17 +49,11 @@ class AudienceChanges:
         self._clock = clock
 
     async def record(self, channel_id: str = "", user_id: str = "") -> int:
-        """Log a change (a channel's or a person's); returns its number. Raises StateUnavailable,
-        also when other writers took every number it tried."""
-        try:
-            return await self._numbered(channel_id, user_id)
-        except IntegrityError:
-            raise StateUnavailable(f"{_WRITERS_AT_ONCE} other audience changes were logged at once") from None
-
-    @retry(retry=retry_if_exception_type(IntegrityError), stop=stop_after_attempt(_WRITERS_AT_ONCE), reraise=True)
-    async def _numbered(self, channel_id: str, user_id: str) -> int:
+        """Log a change (a channel's or a person's); returns its number. Raises StateUnavailable."""
         now = self._clock()
         async with self.db.begin() as session:
+            if self.db.engine.dialect.name == "postgresql":  # SQLite: BEGIN IMMEDIATE took the write lock
+                await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _WRITERS_LOCK})
             newest = await session.scalar(select(func.max(AudienceChange.seq))) or 0
             await session.execute(insert(AudienceChange).values(seq=newest + 1, channel_id=channel_id,
                                                                 user_id=user_id, at=now))

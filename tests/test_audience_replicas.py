@@ -25,7 +25,7 @@ from state.audience import AudienceChanges
 from state.db import StateDB
 from state.opening import open_state
 from tests.support.waiting import until
-from tests.test_bot_audience import ROTATION
+from tests.test_bot_audience import ROTATION, joined
 from tests.test_scaleout import new_event_id
 
 TEAM_DOC = "On-Call Handbook"  # access: team in docs-sync
@@ -104,9 +104,7 @@ async def test_a_join_and_a_demotion_told_to_one_replica_hold_on_the_other_at_it
     async with replicas(tmp_path, sample_index, postgres_url, fresh_s=600) as r:  # freshness cannot help here
         assert (await r.ask("B", demo.DAN, demo.ENG))[0] == "team"
         r.standin.workspace.channels[demo.ENG]["members"].append(demo.GUEST)
-        await r.tell("A", {"type": "member_joined_channel", "user": demo.GUEST, "channel": demo.ENG,
-                           "channel_type": "G", "team": r.standin.workspace.team_id,
-                           "event_ts": r.standin.next_ts()})
+        await r.tell("A", joined(r.standin, demo.GUEST, demo.ENG))
         after = [await r.ask("B", demo.DAN, demo.ENG) for _ in range(3)]
         assert [level for level, _ in after] == ["public"] * 3
         assert not [text for _, text in after if TEAM_DOC in text]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from pydantic import SecretStr
 
@@ -35,24 +36,32 @@ async def answered_level(local: LocalSlack, channel: str) -> str:
     return logged.level
 
 
+async def rotation_level(local: LocalSlack, channel: str = demo.ENG) -> str:
+    """Dan asks about the on-call rotation (a `team` page); the level his answer was given at."""
+    await mention(local, demo.DAN, channel, ROTATION)
+    await local.settle()
+    return await answered_level(local, channel)
+
+
+def joined(standin: SlackStandIn, user: str, channel: str) -> dict[str, Any]:
+    """Slack's member_joined_channel for a private channel."""
+    return {"type": "member_joined_channel", "user": user, "channel": channel, "channel_type": "G",
+            "team": standin.workspace.team_id, "event_ts": standin.next_ts()}
+
+
+def no_team_doc(local: LocalSlack, channel: str = demo.ENG) -> bool:
+    return "On-Call Handbook" not in visible_text(answers(local, channel)[-1])
+
+
 async def test_a_guest_joining_a_private_channel_lowers_the_next_answer_at_once(
     sample_engine: Engine, settings: Settings
 ) -> None:
     async with local_slack(settings, sample_engine) as local:
-        await mention(local, demo.DAN, demo.ENG, ROTATION)
-        await local.settle()
-        assert await answered_level(local, demo.ENG) == "team"
+        assert await rotation_level(local) == "team"
         local.standin.workspace.channels[demo.ENG]["members"].append(demo.GUEST)
-        await mention(local, demo.DAN, demo.ENG, ROTATION)  # Slack has not told the bot yet: cached
-        await local.settle()
-        assert await answered_level(local, demo.ENG) == "team"
-        joined = {"type": "member_joined_channel", "user": demo.GUEST, "channel": demo.ENG, "channel_type": "G",
-                  "team": local.standin.workspace.team_id, "event_ts": local.standin.next_ts()}
-        assert (await local.slack.event(joined)).status == 200
-        await mention(local, demo.DAN, demo.ENG, ROTATION)
-        await local.settle()
-        assert await answered_level(local, demo.ENG) == "public"
-        assert "On-Call Handbook" not in visible_text(answers(local, demo.ENG)[-1])
+        assert await rotation_level(local) == "team"  # Slack has not told the bot yet: cached
+        assert (await local.slack.event(joined(local.standin, demo.GUEST, demo.ENG))).status == 200
+        assert await rotation_level(local) == "public" and no_team_doc(local)
 
 
 async def test_a_join_slack_never_delivered_stops_team_answers_after_audience_fresh_s(
@@ -60,15 +69,10 @@ async def test_a_join_slack_never_delivered_stops_team_answers_after_audience_fr
 ) -> None:
     settings = settings.model_copy(update={"audience_fresh_s": 1.0})
     async with local_slack(settings, sample_engine) as local:
-        await mention(local, demo.DAN, demo.ENG, ROTATION)
-        await local.settle()
-        assert await answered_level(local, demo.ENG) == "team"
+        assert await rotation_level(local) == "team"
         local.standin.workspace.channels[demo.ENG]["members"].append(demo.GUEST)  # and no event, ever
         await asyncio.sleep(1.2)
-        await mention(local, demo.DAN, demo.ENG, ROTATION)
-        await local.settle()
-        assert await answered_level(local, demo.ENG) == "public"
-        assert "On-Call Handbook" not in visible_text(answers(local, demo.ENG)[-1])
+        assert await rotation_level(local) == "public" and no_team_doc(local)
 
 
 async def test_a_join_told_to_one_bot_reaches_another_bot_on_the_same_sqlite_state(
@@ -78,19 +82,12 @@ async def test_a_join_told_to_one_bot_reaches_another_bot_on_the_same_sqlite_sta
     state database): the join event reaches A only, B answers next."""
     settings = settings.model_copy(update={"audience_fresh_s": 600.0})
     async with local_slack(settings, sample_engine) as a, local_slack(settings, sample_engine) as b:
-        await mention(b, demo.DAN, demo.ENG, ROTATION)
-        await b.settle()
-        assert await answered_level(b, demo.ENG) == "team"
+        assert await rotation_level(b) == "team"
         for local in (a, b):  # Slack's view: the guest is a member, whichever bot asks
             local.standin.workspace.channels[demo.ENG]["members"].append(demo.GUEST)
-        joined = {"type": "member_joined_channel", "user": demo.GUEST, "channel": demo.ENG, "channel_type": "G",
-                  "team": a.standin.workspace.team_id, "event_ts": a.standin.next_ts()}
-        assert (await a.slack.event(joined)).status == 200
+        assert (await a.slack.event(joined(a.standin, demo.GUEST, demo.ENG))).status == 200
         await a.settle()
-        await mention(b, demo.DAN, demo.ENG, ROTATION)
-        await b.settle()
-        assert await answered_level(b, demo.ENG) == "public"
-        assert "On-Call Handbook" not in visible_text(answers(b, demo.ENG)[-1])
+        assert await rotation_level(b) == "public" and no_team_doc(b)
 
 
 async def test_an_edited_access_file_applies_without_a_restart_and_a_broken_one_is_refused(

@@ -2,6 +2,7 @@
 across two real processes; and what a dedupe claim costs on the ack path."""
 from __future__ import annotations
 
+import asyncio
 import statistics
 import time
 from collections.abc import AsyncIterator
@@ -12,6 +13,7 @@ from sqlalchemy import text
 from state.db import StateDB
 
 from state.opening import open_state
+from state.audience import KEEP_S, AudienceChanges
 from state.dedupe import Dedupe
 from state.ratelimit import RateLimit
 from tests.support.clock import Clock
@@ -86,6 +88,38 @@ async def test_two_processes_share_one_rate_limit(db: StateDB, state_url: str) -
     outcomes = await run_together(script, [state_url], ["a", "b"])
     assert all(code == 0 for code, _ in outcomes), outcomes
     assert sum(int(out.strip().splitlines()[-1]) for _, out in outcomes) == 6
+
+
+async def test_audience_changes_two_processes_log_at_once_are_read_in_order_with_none_skipped(
+    db: StateDB, state_url: str
+) -> None:
+    """A reader that follows the log while two replicas write 25 entries each at once sees all 50,
+    numbered 1..50, each exactly once: none commits below a number the reader has passed."""
+    script = replica_script("from state.audience import AudienceChanges", "AudienceChanges(db)",
+                            "seqs = await asyncio.gather(*(repo.record(channel_id=f'C_{name}{i}') for i in range(25)))",
+                            "print(','.join(map(str, seqs)))")
+    log, seen = AudienceChanges(db), [0]
+
+    async def follow() -> None:
+        deadline = time.monotonic() + 60
+        while len(seen) <= 50 and time.monotonic() < deadline:
+            seen.extend(change.seq for change in await log.since(seen[-1]))
+
+    outcomes, _ = await asyncio.gather(run_together(script, [state_url], ["a", "b"]), follow())
+    assert all(code == 0 for code, _ in outcomes), outcomes
+    written = sorted(int(n) for _, out in outcomes for n in out.strip().splitlines()[-1].split(","))
+    assert written == list(range(1, 51)) and seen[1:] == written
+
+
+async def test_old_audience_changes_are_pruned_but_the_numbers_go_on(db: StateDB) -> None:
+    clock = Clock()
+    log = AudienceChanges(db, clock)
+    assert [await log.record(channel_id="C_ENG"), await log.record(user_id="U_DAN")] == [1, 2]
+    clock.now += KEEP_S + 1
+    assert await log.record(channel_id="C_SRE") == 3  # prunes the first, keeps the newest before it
+    assert [(c.seq, c.channel_id, c.user_id) for c in await log.since(0)] == [(2, "", "U_DAN"), (3, "C_SRE", "")]
+    clock.now += KEEP_S + 1
+    assert await log.record(channel_id="C_ENG") == 4 and await log.newest() == 4
 
 
 async def test_claim_latency_on_the_ack_path(postgres_url: str) -> None:
