@@ -12,6 +12,7 @@ COMMANDS = {
     "bench-sync": ("eval.bench_sync", "incremental sync against a full rebuild"),
     "bench-acks": ("eval.bench_acks", "how fast a busy `docsbot serve` acknowledges Slack (p99 < 300 ms)"),
     "bench-ratelimits": ("eval.bench_ratelimits", "a 200-question burst under Slack's rate limits, vs unlimited"),
+    "bench-audience": ("eval.bench_audience", "Slack calls and latency per answer of confirming audiences, vs before"),
     "bench-startup": ("eval.bench_startup", "`docsbot --help` and `docsbot status` start times vs `python -c pass`"),
     "candidates": ("eval.feedback_cli", "thumbs-down answers grouped by likely cause"),
     "promote": ("eval.feedback_cli", "turn a candidate into a golden-set case"),

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from eval import bench
+from eval.bench_audience import Load, report, run_mode
 
 
 def test_exact_top_applies_the_access_mask() -> None:
@@ -48,3 +49,15 @@ def test_bench_runs_end_to_end(tmp_path: Path) -> None:
     assert ingest["query_embed"]["idle_50_ms"] > 0
     assert figures["index_build_s"] > 0 and figures["disk_mb"] > 0
     assert "chunks/s" in bench.report(result)
+
+
+async def test_bench_audience_counts_one_confirmation_per_answer_past_the_fresh_window(tmp_path: Path) -> None:
+    """A question every 60 s per channel: each answer now confirms its channel again (fresh 30 s),
+    where before the 300 s cache confirmed it at 0 s and 300 s only."""
+    load = Load(channels=2, members=5, every_s=60, minutes=10)
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    before, now = await run_mode(load, url, now=False), await run_mode(load, url, now=True)
+    assert (before.answers, now.answers) == (20, 20)
+    assert (before.slack_calls["conversations.info"], now.slack_calls["conversations.info"]) == (4, 20)
+    assert before.slack_calls["users.info"] == now.slack_calls["users.info"]  # levels stay cached
+    assert "extra Slack calls per answer: +1.600 (ratio now/before 2.45x)" in report(load, before, now, "sqlite")
