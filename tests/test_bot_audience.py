@@ -15,12 +15,15 @@ from bot.app import web_client
 from bot.directory import Directory
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import SlackStandIn, visible_text
+from bot.telemetry import close_client
 from docsbot.settings import Settings
 from docsbot.wiring import lease_config, rag_config
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
 from rag.store import Store
+from state.audience import AudienceChanges
+from state.opening import open_state
 from sync.folder import index_folder
 from rag.embeddings import LocalMiniLM
 from tests.support.settings import make_settings
@@ -175,4 +178,30 @@ async def test_a_private_channels_members_are_looked_up_concurrently_and_bounded
         starts = sorted(c.at for c in standin.calls if c.method == "users.info")
         assert starts[8] - starts[0] >= 0.19  # no more than eight at once
     finally:
+        await standin.stop()
+
+
+async def test_an_unreadable_change_log_trusts_no_cached_audience(tmp_path: Path) -> None:
+    """The log read before an answer fails (here: the state file is gone): the cached audience of
+    a private channel is confirmed with Slack again, however fresh."""
+    standin = await SlackStandIn(demo.demo_workspace(), demo.TOKEN).start()
+    state_file = tmp_path / "state.db"
+    db = await open_state(f"sqlite:///{state_file}")
+    settings = Settings(_env_file=None, SLACK_BOT_TOKEN=SecretStr(demo.TOKEN), SLACK_API_URL=standin.base_url)
+    client = web_client(settings)
+    directory = Directory(client, AccessFile.fixed(load_access(demo.ACCESS_FILE)), 300, 300, AudienceChanges(db))
+    try:
+        for _ in range(2):
+            await directory.follow_changes()
+            assert (await directory.audience(demo.ENG)).level is Level.team
+        assert len(standin.calls_to("conversations.info")) == 1  # the second answer used the cache
+        await db.close()
+        for path in tmp_path.glob("state.db*"):
+            path.unlink()
+        await directory.follow_changes()
+        assert (await directory.audience(demo.ENG)).level is Level.team
+        assert len(standin.calls_to("conversations.info")) == 2
+    finally:
+        await close_client(client)
+        await db.close()
         await standin.stop()
