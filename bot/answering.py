@@ -109,10 +109,13 @@ class Answerer:
             await tell(TOO_LONG.format(length=len(q.text), limit=blocks.QUESTION_LIMIT))
             return
         telemetry.question_started(surface, q.user, q.channel, q.text)
-        if not await self._admitted(q.user, tell):
+        admitted, state_up = await self._admitted(q.user, tell)
+        if not admitted:
             telemetry.failed(surface, "rate_limited")
             return
-        await self.directory.follow_changes()  # what another replica heard of, before any cached level is used
+        # What another replica heard of, before any cached level is used (not read again from a
+        # state database the rate limit just found unreachable: no cached audience is trusted then).
+        await self.directory.follow_changes(readable=state_up)
         asker = await self.directory.user_level(q.user)
         if asker is None:
             return
@@ -237,18 +240,19 @@ class Answerer:
         await self.answer_in_conversation(q, in_conversation(self.client, channel).tell)
 
     # -- steps -----------------------------------------------------------------------------------
-    async def _admitted(self, user: str, tell: Tell) -> bool:
-        """The per-user limit, shared by all replicas; it fails open when the state database is
-        unreachable (a question is never dropped for want of a counter)."""
+    async def _admitted(self, user: str, tell: Tell) -> tuple[bool, bool]:
+        """(admitted, whether the state database answered): the per-user limit, shared by all
+        replicas; it fails open when the state database is unreachable (a question is never
+        dropped for want of a counter)."""
         try:
             wait = await self.rate.take(user)
         except StateUnavailable as exc:
             log.warning("rate limit not checked for %s: %s", user, exc)
-            return True
+            return True, False
         if wait:
             await tell(f"You've asked {self.rate.per_minute} questions in the last minute. "
                        f"Please wait {max(1, round(wait))} seconds and ask again.")
-        return not wait
+        return not wait, True
 
     def _can_stream(self, q: Question) -> bool:
         """Streams are replies in a thread; elsewhere (a DM's top level) the placeholder is updated."""

@@ -121,10 +121,14 @@ class Directory:
             log.warning("audience change of %s not logged for the other replicas (%s): they follow it within "
                         "DOCSBOT_AUDIENCE_FRESH_S", channel_id or user_id, exc)
 
-    async def follow_changes(self) -> None:
+    async def follow_changes(self, readable: bool = True) -> None:
         """Before an answer: forget what any replica logged since the last look (one query on the
-        log's key). A log that cannot be read trusts no cached audience: each is looked up again."""
+        log's key). A log that cannot be read (or, `readable=False`, that the caller just found
+        unreachable) trusts no cached audience: each is looked up again."""
         if self.changes is None:
+            return
+        if not readable:
+            self._forget_audiences()
             return
         try:
             if self._seen is None:  # what was cached before the first look predates nothing known
