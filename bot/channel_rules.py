@@ -54,6 +54,22 @@ def parse_channels(table: Any, source: str) -> tuple[dict[str, Level], dict[str,
     return levels, rules
 
 
+def scope_text(rules: ChannelRules, documents: int | None) -> str:
+    """What `/docs scope` says of a channel: its scope and mode, and how many indexed documents
+    the scope holds (None: the index could not be read)."""
+    scope = rules.scope
+    if scope is None:
+        text = "This channel has no scope: questions here search all the docs everyone here may read."
+    else:
+        held = "" if documents is None else f" ({documents} indexed document{'s' if documents != 1 else ''})"
+        then = ("and never anything else" if scope.only
+                else "then, when nothing there answers, all the docs everyone here may read (the answer says so)")
+        text = f"Questions here search `{scope.named()}` first{held}, {then}."
+    if not rules.followups:
+        text += " Follow-ups in threads need a mention here."
+    return text
+
+
 def _rules(entry: dict[str, Any]) -> ChannelRules:
     followups = entry.get("followups", True)
     if not isinstance(followups, bool):
