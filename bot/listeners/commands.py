@@ -26,7 +26,8 @@ from rag import StoreError
 log = logging.getLogger(__name__)
 
 HELP = """*Ask the docs*
-• `@docsbot your question` in a channel or thread (follow-ups in a thread use the thread)
+• `@docsbot your question` in a channel or thread (follow-ups in a thread use the thread; in a thread where \
+I answered you, ask your next question without the mention)
 • `/docs your question`: I post the question here and answer in its thread
 • a direct message to me: answered at your own access level
 • `/docs status`: what is indexed, and the last sync
