@@ -15,6 +15,7 @@ from bot.access import load_access, parse_access
 from bot.app import EVENTS_PATH
 from bot.blocks import THINKING
 from bot.deliveries import SlackDeliveries
+from bot.followups import reads_as_question
 from bot.local import demo
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import SlackStandIn
@@ -149,6 +150,17 @@ def test_follow_ups_are_on_unless_a_channel_says_otherwise() -> None:
     policy = parse_access({"channels": {"C_ENG": "team", "C_OPS": {"followups": False, "level": "team"}}})
     assert policy.rules("C_ENG").followups and not policy.rules("C_OPS").followups
     assert policy.channels == {"C_ENG": Level.team, "C_OPS": Level.team}
+
+
+@pytest.mark.parametrize("text, asks", [
+    ("and for staging?", True), ("and for staging", True), ("what about the EU region", True),
+    ("how do I undo that", True), ("show me the config", True), ("ok, and if the handshake fails?", True),
+    ("Is this still right?", True), ("thanks!", False), ("Thank you so much :pray:", False), ("got it 👍", False),
+    ("ok", False), ("really?", False), ("makes sense, thanks", False), ("I set it up yesterday", False),
+    ("the portal was down for me", False), ("?", False),
+])
+def test_what_reads_as_a_question_to_the_bot(text: str, asks: bool) -> None:
+    assert reads_as_question(text) is asks
 
 
 @pytest.mark.timeout(300)
