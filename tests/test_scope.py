@@ -125,3 +125,18 @@ def test_doctor_warns_of_a_glob_that_matches_no_document(sample_engine: Engine, 
     access.write_text(f'[channels.{demo.SRE}]\nscope = ["runbooks/**"]\n')
     assert [f.status for f in scope_checks(settings.model_copy(update={"access_file": str(access)}))] == ["ok"]
     assert load_access(access).rules(demo.SRE).scope == Scope(("runbooks/**",))
+
+
+async def test_the_scope_filters_both_searches_before_their_top_k(sample_engine: Engine) -> None:
+    """A page nowhere in the question's top six is all a search in its scope finds: filtered inside the
+    search, before the k, as the access filter is."""
+    store, question = sample_engine.store, ROLLBACK
+    [vector] = sample_engine.embedder.embed([question])
+    within = frozenset({"policies/data-retention.md"})
+    everywhere = {h.row["doc_path"] for h in await store.dense(vector, 2, 6)}
+    assert "policies/data-retention.md" not in everywhere
+    for hits in (await store.dense(vector, 2, 6, within), await store.text(question, 2, 6, within)):
+        assert hits and {h.row["doc_path"] for h in hits} == set(within)
+    assert await store.dense(vector, 2, 6, frozenset()) == [] == await store.text(question, 2, 6, frozenset())
+    assert Scope(("policies/**",)).within(await store.documents()) == {
+        "policies/data-retention.md", "policies/deploy-policy.md", "policies/release-process.md"}
