@@ -20,6 +20,8 @@ A TOML file (path in `DOCSBOT_ACCESS_FILE`); every section is optional::
 
     [channels]                         # channel ID -> the level answers there may use
     C0ENG = "team"
+    [channels.C0SRE]                   # or a table: level, scope, scope_mode, followups
+    scope = ["runbooks/**"]            # (bot/channel_rules.py)
 
     [owners]                           # docs owners (CODEOWNERS, front matter `owner`) -> Slack
     "@acme/sre" = "S0SRE"              # a user group: each member gets the weekly digest
@@ -48,6 +50,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.channel_rules import NO_RULES, ChannelRules, parse_channels
 from rag import Level
 
 log = logging.getLogger(__name__)
@@ -70,10 +73,14 @@ class AccessPolicy:
     groups: dict[str, Level] = field(default_factory=dict)
     domains: dict[str, Level] = field(default_factory=dict)
     channels: dict[str, Level] = field(default_factory=dict)
+    channel_rules: dict[str, ChannelRules] = field(default_factory=dict)  # scope, follow-ups
     owners: dict[str, tuple[str, ...]] = field(default_factory=dict)  # owner name (lower case) -> Slack IDs
 
     def is_admin(self, user_id: str) -> bool:
         return user_id in self.admins
+
+    def rules(self, channel: str) -> ChannelRules:
+        return self.channel_rules.get(channel, NO_RULES)
 
     def domain_level(self, email: str) -> Level | None:
         _, _, domain = email.rpartition("@")
@@ -168,6 +175,10 @@ def parse_access(data: dict[str, Any], source: str = "access file") -> AccessPol
     if not isinstance(admins, list) or not all(isinstance(a, str) for a in admins):
         raise AccessFileError(f"{source}: `admins` must be a list of user IDs")
     defaults = _levels(data, "defaults", source)
+    try:
+        channels, rules = parse_channels(data.get("channels", {}), source)
+    except ValueError as exc:
+        raise AccessFileError(str(exc)) from None
     if set(defaults) - _DEFAULTS:
         raise AccessFileError(f"{source}: [defaults] accepts only {sorted(_DEFAULTS)}")
     return AccessPolicy(
@@ -177,7 +188,8 @@ def parse_access(data: dict[str, Any], source: str = "access file") -> AccessPol
         users=_levels(data, "users", source),
         groups=_levels(data, "groups", source),
         domains={k.lower(): v for k, v in _levels(data, "domains", source).items()},
-        channels=_levels(data, "channels", source),
+        channels=channels,
+        channel_rules=rules,
         owners=_owners(data, source),
     )
 

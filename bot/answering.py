@@ -262,7 +262,8 @@ class Answerer:
         """The engine's answer at `level`, from the docs in the asker's language (their Slack
         locale, cached with their level) where a page has it, else in the docs' default."""
         language = await self.directory.user_language(q.user)
-        answer = await self.engine.ask(q.text, level, q.history, on_text=on_text, language=language)
+        scope = self.directory.policy.rules(q.channel).scope  # a channel's part of the docs (bot/channel_rules.py)
+        answer = await self.engine.ask(q.text, level, q.history, on_text=on_text, language=language, scope=scope)
         if answer.abstain_reason:
             log.info("abstained (%s): %s", answer.abstain_reason, answer.detail)
         return answer

@@ -184,6 +184,8 @@ def answer_message(answer: Answer, answer_id: str, native_feedback: bool = False
     if answer.answered and answer.citations:
         lines = [citation_line(c) for c in answer.citations[:MAX_CITATIONS]]
         blocks.extend(section(piece, verbatim=True) for piece in split_text(SOURCES + "\n" + "\n".join(lines)))
+    if answer.scope_note:  # a channel's scope (rag/scope.py): the answer came from outside it, or there was none
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": escape(answer.scope_note)}]})
     blocks.append(native_feedback_buttons(answer_id) if native_feedback else feedback(answer_id))
     return {"text": truncate(body, FALLBACK_LIMIT), "blocks": blocks}
 

@@ -31,17 +31,31 @@ async def thread_history(
     """The thread's earlier messages as (speaker, text): untrusted context for a follow-up.
 
     A failed lookup gives no history (the question is answered on its own)."""
+    return history_of(await thread_messages(client, channel, thread_ts), before_ts, bot_user_id)
+
+
+async def thread_messages(client: AsyncWebClient, channel: str, thread_ts: str) -> list[dict[str, Any]]:
+    """The thread's messages as Slack gives them, oldest first; none when the lookup fails."""
     try:
         response = await client.conversations_replies(channel=channel, ts=thread_ts, limit=100)
     except SlackApiError as exc:
         log.warning("conversations.replies %s failed: %s", channel, exc.response.get("error"))
         return []
-    history: History = []
     messages: list[dict[str, Any]] = response.get("messages", [])
+    return messages
+
+
+def from_the_bot(message: dict[str, Any], bot_user_id: str | None) -> bool:
+    return bool(message.get("bot_id")) or (bot_user_id is not None and message.get("user") == bot_user_id)
+
+
+def history_of(messages: list[dict[str, Any]], before_ts: str, bot_user_id: str | None) -> History:
+    """The messages before `before_ts` as (speaker, text), placeholders left out, the last few."""
+    history: History = []
     for message in messages:
         if float(message.get("ts", 0)) >= float(before_ts):
             continue
-        is_bot = bool(message.get("bot_id")) or (bot_user_id is not None and message.get("user") == bot_user_id)
+        is_bot = from_the_bot(message, bot_user_id)
         if is_bot and blocks.is_placeholder(message.get("text", "")):
             continue
         if text := question_text(message.get("text", ""), bot_user_id):

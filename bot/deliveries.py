@@ -90,6 +90,13 @@ class SlackDeliveries:
         return {"type": "message", "channel_type": "im", "user": user, "text": text, "ts": ts,
                 "channel": channel, "event_ts": ts}
 
+    def thread_message(self, user: str, channel: str, text: str, ts: str, thread_ts: str,
+                       channel_type: str = "channel") -> dict[str, Any]:
+        """A person's reply in a thread of a channel (`message.channels`; "group": `message.groups`)."""
+        return {"type": "message", "channel_type": channel_type, "user": user, "text": text, "ts": ts,
+                "thread_ts": thread_ts, "parent_user_id": user, "team": self.team_id, "channel": channel,
+                "event_ts": ts}
+
     # -- slash commands and interactions ----------------------------------------------------------
     def command_body(self, user: str, channel: str, text: str, command: str = "/docs") -> str:
         return urlencode({

@@ -10,6 +10,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
+from bot.followups import CHANNEL_TYPES
 from bot.services import Services
 from bot.shapes import payload_problem
 
@@ -44,14 +45,17 @@ def drop_retries(services: Services) -> Middleware:
     retries); a retry whose first delivery reached no replica is handled.
 
     Only a retry waits for the state database before its ack: a first delivery records its
-    event id in the background (a retry comes seconds later, after Slack's 3 s ack timeout)."""
+    event id in the background (a retry comes seconds later, after Slack's 3 s ack timeout).
+
+    A message in a channel is left to its listener: nothing is recorded for the many that are
+    not follow-ups, and a follow-up claims its message, which a retry then finds taken."""
 
     async def drop_retried_events(
         body: dict[str, Any], request: AsyncBoltRequest, next: Callable[[], Awaitable[Any]]
     ) -> BoltResponse | None:
         event_id = body.get("event_id")
         retry = request.headers.get("x-slack-retry-num", [""])[0]
-        if isinstance(event_id, str) and event_id:
+        if isinstance(event_id, str) and event_id and not _channel_message(body):
             if not retry:
                 services.work.spawn(services.first_event(event_id), name="event-id")
             elif not await services.first_event(event_id):
@@ -61,3 +65,8 @@ def drop_retries(services: Services) -> Middleware:
         return None
 
     return drop_retried_events
+
+
+def _channel_message(body: dict[str, Any]) -> bool:
+    event = body.get("event")
+    return isinstance(event, dict) and event.get("type") == "message" and event.get("channel_type") in CHANNEL_TYPES

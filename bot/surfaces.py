@@ -22,6 +22,7 @@ class Surface:
 
 
 ASSISTANT = Surface("assistant", asker_alone=True)
+FOLLOWUP = Surface("followup")  # a question in a thread the bot answered, without a mention (bot/followups.py)
 
 
 def conversation(channel: str) -> Surface:

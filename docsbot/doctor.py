@@ -272,6 +272,31 @@ def access_check(settings: Settings) -> list[Finding]:
     return [Finding("access file", "ok", f"{settings.access_file}: {total} IDs, all well-formed")]
 
 
+def scope_checks(settings: Settings) -> list[Finding]:
+    """The channels' scopes (bot/channel_rules.py): one warning per glob that matches no indexed
+    document (a typo, or a folder that moved: that channel then answers from nothing, or always
+    falls back). Nothing without scopes, a readable access file (access_check says why) or an
+    index (index_checks says why)."""
+    from bot.access import AccessFileError, load_access
+    from rag import Store, StoreError
+
+    if not settings.access_file:
+        return []
+    try:
+        scopes = {channel: rules.scope for channel, rules in load_access(settings.access_file).channel_rules.items()
+                  if rules.scope is not None}
+        if not scopes:
+            return []
+        store = Store(settings.data_dir)
+        documents = list(store.doc_hashes()) if store.exists() else []
+    except (AccessFileError, OSError, StoreError):
+        return []
+    found = [Finding("channel scope", "warning", f"{channel}: `{glob}` matches no indexed document",
+                     "fix the glob: a path relative to the docs root, like runbooks/** or ops/*.md")
+             for channel, scope in sorted(scopes.items()) for glob in scope.unmatched(documents)]
+    return found or [Finding("channel scope", "ok", f"{len(scopes)} channel scope(s), every glob matches documents")]
+
+
 def webhook_check(settings: Settings) -> list[Finding]:
     from sync.workcopy import is_local_uri
 
@@ -291,7 +316,8 @@ EXTRA_CHECKS: list[Check] = []
 def run_checks(settings: Settings) -> list[Finding]:
     embedding, embedder = embedding_check(settings)
     findings = [*slack_checks(settings), *llm_checks(settings), embedding, *index_checks(settings, embedder),
-                *sample_docs_check(settings), *access_check(settings), *webhook_check(settings)]
+                *sample_docs_check(settings), *access_check(settings), *scope_checks(settings),
+                *webhook_check(settings)]
     for check in EXTRA_CHECKS:
         findings += check(settings)
     return findings

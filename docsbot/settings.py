@@ -55,6 +55,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "bot_user_questions_per_minute": (1, 100_000),
     "bot_max_concurrent_answers": (1, 100_000),
     "bot_dedupe_ttl_s": (0.001, 30 * DAY_S),
+    "followup_hours": (0, 24 * 365),  # 0: no follow-ups without a mention
     "sync_interval_minutes": (0.01, 525_600),  # up to a year
     "sync_jitter_s": (0, DAY_S),
     "sync_fetch_retries": (0, 100),
@@ -304,6 +305,9 @@ class Settings(BaseSettings):
     llm_stream: bool = True
     # Slack retries a delivery for up to ~5 minutes; event ids are remembered this long.
     bot_dedupe_ttl_s: float = 900.0
+    # A follow-up in a channel thread is answered without a mention within this many hours of the
+    # bot's last answer to that person there (bot/followups.py); 0 turns follow-ups off.
+    followup_hours: float = 24.0
 
     # -- Git docs sync (sync/) ---------------------------------------------------------------------
     # The docs repository: a URL (https://user:token@host/org/repo.git, git@host:org/repo.git) or a

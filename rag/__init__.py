@@ -16,6 +16,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("Engine", "History"), "rag.engine"),
     **dict.fromkeys(("ABSTAIN_MESSAGES", "Answer", "Citation", "Diagnostics"), "rag.answer"),
     "Level": "rag.levels",
+    **dict.fromkeys(("SCOPE_MODES", "Scope"), "rag.scope"),
     "ExtractiveAnswerer": "rag.extractive",
     **dict.fromkeys(("Generator", "OpenAIChat", "ProviderError", "TextSink", "make_generator"), "rag.generation"),
     "PROMPT_VERSION": "rag.prompt",
@@ -98,5 +99,6 @@ if TYPE_CHECKING:
     from rag.spans import fences_balanced
     from rag.index_summary import IndexSummary, read_summary
     from rag.unindexed import LeftOut, left_out_pages
+    from rag.scope import SCOPE_MODES, Scope
     from rag.retrieval import HYBRID, SIGNALS, Found, Mode, Retrieval, rank, search_lists
     from rag.store import Hit, Index, Store, StoreError, WriteRefused, open_index, read_tables, vector_array

@@ -71,6 +71,9 @@ class Answer:
     # When no answer was given but a section the reader may see came close: that section, so a
     # false "I don't know" still gets the person to the page (never above the reader's level).
     near_miss: Citation | None = None
+    # What a channel's scope changed (rag/scope.py): the answer came from outside it, or nothing
+    # inside it answered; "" when the scope made no difference or there is none.
+    scope_note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -84,6 +87,7 @@ class Answer:
             "retry_after": self.retry_after,
             "detail": self.detail,
             "near_miss": _public(self.near_miss) if self.near_miss else None,
+            "scope_note": self.scope_note,
         }
 
 

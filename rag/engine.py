@@ -32,6 +32,7 @@ from rag.prompt import Source, select_sources
 from rag.sourcing import span_sources
 from rag.rerank import Reranker, make_reranker
 from rag.retrieval import Candidate, Languages, Mode, Retrieval, languages_for, retrieve
+from rag.scope import FALLS_BACK, Scope, documents_in
 from rag.store import Store, StoreError
 
 History = Sequence[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
@@ -84,11 +85,13 @@ class Engine:
 
     # -- answering --------------------------------------------------------------------------
     async def search(
-        self, question: str, level: Level, history: History = (), mode: Mode = "hybrid", language: str = ""
+        self, question: str, level: Level, history: History = (), mode: Mode = "hybrid", language: str = "",
+        within: frozenset[str] | None = None,
     ) -> tuple[Retrieval, np.ndarray, dict[str, float]]:
         """Retrieval only (used by ask and the eval): the retrieval, the query vector, timings.
         `language`: the asker's ("ja"; "" unknown): on docs in several languages each page is
-        taken in it where the page has it, else in the docs' default language (rag/retrieval.py)."""
+        taken in it where the page has it, else in the docs' default language (rag/retrieval.py).
+        `within`: only these documents are searched (a channel's scope, rag/scope.py)."""
         timings: dict[str, float] = {}
         started = time.perf_counter()
         query_text = await self.search_query(question, history)
@@ -100,7 +103,7 @@ class Engine:
         started = time.perf_counter()
         languages = await self.languages(language)
         result = await retrieve(self.store, vector, query_text, int(level), self.config.retrieval, mode, self.reranker,
-                                languages)
+                                languages, within)
         result.query = query_text
         timings["retrieve_ms"] = _ms(started)
         if result.rerank:
@@ -117,7 +120,7 @@ class Engine:
         query, _ = await search_query(question, history, self.rewriter)
         return query
 
-    async def _blocked(self, vector: np.ndarray, level: Level, mine: Retrieval) -> int:
+    async def _blocked(self, vector: np.ndarray, level: Level, mine: Retrieval, within: frozenset[str] | None) -> int:
         """How many of the best matches overall are above the reader's level, when they dominate:
         the best match is above it and either beats everything the reader may see by the margin
         or most of the top k are above it too. Only this count leaves the function: it decides
@@ -125,7 +128,7 @@ class Engine:
         if level >= Level.restricted:
             return 0
         r = self.config.retrieval
-        nearest = await self.store.dense(vector, int(Level.restricted), r.top_k)
+        nearest = await self.store.dense(vector, int(Level.restricted), r.top_k, within)
         hits = [h for h in nearest if h.score >= r.min_similarity]
         above = [h for h in hits if h.row["access_rank"] > int(level)]
         if not hits or hits[0].row["access_rank"] <= int(level):
@@ -148,9 +151,10 @@ class Engine:
         return rest
 
     async def ask(self, question: str, level: Level, history: History = (), on_text: TextSink | None = None,
-                  language: str = "") -> Answer:
+                  language: str = "", scope: Scope | None = None) -> Answer:
         """Answer at `level`, from the docs in the asker's `language` where a page has it (see
-        `search`). Never raises for a bad index or provider: those become abstentions.
+        `search`), searching a channel's `scope` first (rag/scope.py). Never raises for a bad index
+        or provider: those become abstentions.
 
         `on_text` gets the generated text as it streams, through a StreamGate: from the first
         citation that names a given source, with links the sources do not contain removed (the
@@ -158,8 +162,7 @@ class Engine:
         URL its sources do not contain."""
         turns = list(history)
         total = time.perf_counter()
-        answer = Answer(question, "", False, None, [], Diagnostics(), level.name, model=self.generator.name)
-        found = await self._retrieve_and_gate(answer, level, turns, total, language)
+        answer, found = await self._retrieve_in_scope(question, level, turns, total, language, scope)
         if isinstance(found, Answer):
             return found
         chosen = await self._select(answer, found, level)
@@ -167,8 +170,30 @@ class Engine:
             return _abstain(answer, "no_match", "every match was dropped as an injection attempt", total)
         return await self._generate_and_check(answer, chosen, turns, on_text, total)
 
+    async def _retrieve_in_scope(
+        self, question: str, level: Level, turns: list[tuple[str, str]], total: float, language: str,
+        scope: Scope | None,
+    ) -> tuple[Answer, tuple[Retrieval, np.ndarray] | Answer]:
+        """`_retrieve_and_gate` in the scope; when nothing there passes the gate, a `prefer` scope
+        tries every document the reader may read and the answer says so, an `only` scope says it
+        looked in its documents alone."""
+        answer = self._new_answer(question, level)
+        found = await self._retrieve_and_gate(answer, level, turns, total, language, scope)
+        if scope is None or not isinstance(found, Answer) or found.abstain_reason not in FALLS_BACK:
+            return answer, found
+        if scope.only:
+            answer.scope_note = scope.only_note()
+            return answer, found
+        answer = self._new_answer(question, level)
+        answer.scope_note = scope.fallback_note()
+        return answer, await self._retrieve_and_gate(answer, level, turns, total, language, None)
+
+    def _new_answer(self, question: str, level: Level) -> Answer:
+        return Answer(question, "", False, None, [], Diagnostics(), level.name, model=self.generator.name)
+
     async def _retrieve_and_gate(
-        self, answer: Answer, level: Level, turns: list[tuple[str, str]], total: float, language: str = ""
+        self, answer: Answer, level: Level, turns: list[tuple[str, str]], total: float, language: str = "",
+        scope: Scope | None = None,
     ) -> tuple[Retrieval, np.ndarray] | Answer:
         """The retrieval and query vector of a question the gate lets through, else its abstention
         (index unavailable, better matches above the reader's level, nothing close, or below the
@@ -178,9 +203,11 @@ class Engine:
             # A read of the meta table: off the event loop, like the query embedding.
             meta = await asyncio.to_thread(self.store.check_embedding, self.embedder.name, self.embedder.dim)
             answer.index_commit = meta.get("commit") or ""
-            retrieval, vector, timings = await self.search(answer.question, level, turns, language=language)
+            within = await documents_in(self.store, scope) if scope is not None else None
+            retrieval, vector, timings = await self.search(answer.question, level, turns, language=language,
+                                                           within=within)
             diag.timings_ms.update(timings)
-            blocked = await self._blocked(vector, level, retrieval)
+            blocked = await self._blocked(vector, level, retrieval, within)
         except (StoreError, EmbeddingError) as exc:
             return _abstain(answer, "index_unavailable", str(exc), total)
         diag.candidates = retrieval.candidates

@@ -47,7 +47,8 @@ class Signal:
     list searched, so there is nothing to weigh it against)."""
 
     name: str
-    search: Callable[[Index, np.ndarray, str, int, int], Awaitable[list[Hit]]]  # vector, text, max_rank, limit
+    # vector, text, max_rank, limit, within (the documents of a channel's scope, rag/scope.py)
+    search: Callable[[Index, np.ndarray, str, int, int, frozenset[str] | None], Awaitable[list[Hit]]]
     weight: Callable[[list[Hit], str, RetrievalConfig, bool], float]  # hits, query text, config, alone
 
 
@@ -108,12 +109,14 @@ def _text_weight(hits: list[Hit], query_text: str, config: RetrievalConfig, alon
     return config.bm25_weight * (text_coverage(hits, query_text) ** power if power else 1.0)
 
 
-def _dense_search(index: Index, vector: np.ndarray, text: str, max_rank: int, limit: int) -> Awaitable[list[Hit]]:
-    return index.dense(vector, max_rank, limit)
+def _dense_search(index: Index, vector: np.ndarray, text: str, max_rank: int, limit: int,
+                  within: frozenset[str] | None) -> Awaitable[list[Hit]]:
+    return index.dense(vector, max_rank, limit, within)
 
 
-def _text_search(index: Index, vector: np.ndarray, text: str, max_rank: int, limit: int) -> Awaitable[list[Hit]]:
-    return index.text(text, max_rank, limit)
+def _text_search(index: Index, vector: np.ndarray, text: str, max_rank: int, limit: int,
+                 within: frozenset[str] | None) -> Awaitable[list[Hit]]:
+    return index.text(text, max_rank, limit, within)
 
 
 def _dense_weight(hits: list[Hit], query_text: str, config: RetrievalConfig, alone: bool) -> float:
@@ -304,20 +307,22 @@ def _passage(row: dict) -> str:
 
 
 async def search_lists(store: Index, query_vector: np.ndarray, query_text: str, max_rank: int, limit: int,
-                       mode: Mode = HYBRID) -> Found:
-    """The mode's searches, concurrently."""
+                       mode: Mode = HYBRID, within: frozenset[str] | None = None) -> Found:
+    """The mode's searches, concurrently (`within`: of these documents only)."""
     signals = _signals(mode)
-    found = await asyncio.gather(*(s.search(store, query_vector, query_text, max_rank, limit) for s in signals))
+    found = await asyncio.gather(*(s.search(store, query_vector, query_text, max_rank, limit, within)
+                                   for s in signals))
     return {signal.name: hits for signal, hits in zip(signals, found)}
 
 
 async def search_languages(store: Index, query_vector: np.ndarray, query_text: str, max_rank: int, limit: int,
-                           mode: Mode = HYBRID, languages: Languages | None = None) -> Found:
+                           mode: Mode = HYBRID, languages: Languages | None = None,
+                           within: frozenset[str] | None = None) -> Found:
     """The mode's searches; on an index in several languages (`languages`) with room for each
     page's variants, then one language of each page kept (`one_language`), `limit` per list."""
     if languages is None:
-        return await search_lists(store, query_vector, query_text, max_rank, limit, mode)
-    found = await search_lists(store, query_vector, query_text, max_rank, languages.search_limit(limit), mode)
+        return await search_lists(store, query_vector, query_text, max_rank, limit, mode, within)
+    found = await search_lists(store, query_vector, query_text, max_rank, languages.search_limit(limit), mode, within)
     labels = await store.labels(sorted({hit.row["chunk_id"] for hits in found.values() for hit in hits}))
     return one_language(found, labels, languages, limit)
 
@@ -331,10 +336,12 @@ async def retrieve(
     mode: Mode = HYBRID,
     reranker: Reranker | None = None,
     languages: Languages | None = None,
+    within: frozenset[str] | None = None,
 ) -> Retrieval:
     """Search, fuse, rerank when a reranker is configured, select, then read the final k rows
     whole. A reranker failure keeps the fused order and is reported in `rerank`. `languages`: on
     an index in several languages, which language of each page is kept (None: one language).
+    `within`: only these documents are searched (a channel's scope, rag/scope.py).
 
     A sync that replaces a document between the search and the row read removes chunks that were
     selected: the search runs once more (it then sees the new version), and chunks still gone are
@@ -343,7 +350,7 @@ async def retrieve(
     The selected chunks of deprecated pages (their rows say so) come after the others, in the
     same order otherwise: an answer is written from, and cites first, the current page. The scores
     are left alone, and a deprecated page that is all there is still answers."""
-    args = (store, query_vector, query_text, max_rank, config, mode, reranker, languages)
+    args = (store, query_vector, query_text, max_rank, config, mode, reranker, languages, within)
     result = await _retrieve_once(*args)
     selected = await fill_rows(store, result.selected)
     if len(selected) < len(result.selected):
@@ -355,8 +362,9 @@ async def retrieve(
 
 async def _retrieve_once(store: Index, query_vector: np.ndarray, query_text: str, max_rank: int,
                          config: RetrievalConfig, mode: Mode, reranker: Reranker | None,
-                         languages: Languages | None) -> Retrieval:
-    found = await search_languages(store, query_vector, query_text, max_rank, config.candidates, mode, languages)
+                         languages: Languages | None, within: frozenset[str] | None) -> Retrieval:
+    found = await search_languages(store, query_vector, query_text, max_rank, config.candidates, mode, languages,
+                                   within)
     lists = ranked_lists(found, query_text, config, mode)
     fused = fuse(lists, query_vector, config.rrf_k, config.doc_fusion)
     status, rerank_ms = "", 0.0

@@ -51,7 +51,7 @@ class AnswerLogError(ValueError):
 
 class AnswerRow(Base):
     __tablename__ = "answers"
-    __table_args__ = (Index(None, "channel", "message_ts"),)
+    __table_args__ = (Index(None, "channel", "message_ts"), Index(None, "channel", "thread_ts"))
 
     answer_id: Mapped[str] = mapped_column(String, primary_key=True)
     created_ms: Mapped[int] = mapped_column(BigInteger, index=True)

@@ -1,5 +1,5 @@
-"""`/docs QUESTION`, `/docs help`, `/docs status`, `/docs sync`, `/docs feedback`, `/docs gaps [area]`; `/docs`
-alone opens a form."""
+"""`/docs QUESTION`, `/docs help`, `/docs status`, `/docs scope`, `/docs sync`, `/docs feedback`, `/docs gaps
+[area]`; `/docs` alone opens a form."""
 from __future__ import annotations
 
 import hashlib
@@ -16,18 +16,22 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks, surfaces
 from bot.answering import Question
+from bot.channel_rules import scope_text
 from bot.digest import gaps_command
 from bot.listeners.feedback import feedback_summary
 from bot.notes import Notes, Reply, Tell, by_response_url
 from bot.services import Services, services_of
+from rag import StoreError
 
 log = logging.getLogger(__name__)
 
 HELP = """*Ask the docs*
-• `@docsbot your question` in a channel or thread (follow-ups in a thread use the thread)
+• `@docsbot your question` in a channel or thread (follow-ups in a thread use the thread; in a thread where \
+I answered you, ask your next question without the mention)
 • `/docs your question`: I post the question here and answer in its thread
 • a direct message to me: answered at your own access level
 • `/docs status`: what is indexed, and the last sync
+• `/docs scope`: the part of the docs this channel searches first, if any
 • `/docs sync`: sync the docs now (admins only)
 • `/docs feedback`: thumbs-down answers waiting for review (admins only)
 • `/docs gaps [area]`: what the docs could not answer last week, and why (admins and docs owners)
@@ -75,6 +79,8 @@ async def _run(services: Services, command: dict[str, Any], respond: AsyncRespon
     elif word == "status":
         status = await services.status(services.policy.is_admin(command["user_id"]))
         await notes.tell(status)
+    elif word == "scope":
+        await notes.tell(await _scope(services, command["channel_id"]))
     elif word == "sync":
         await _sync(services, command["user_id"], notes)
     elif word == "feedback":
@@ -93,6 +99,18 @@ async def ask_in_channel(
     announce = blocks.notice(f"<@{user}> asked: {blocks.escape_within(text, ECHO_LIMIT)}")
     q = Question(text, user, channel, None, team=team)
     await services.answerer.answer_in_conversation(q, tell, surfaces.command(announce, private))
+
+
+async def _scope(services: Services, channel: str) -> str:
+    rules = services.policy.rules(channel)
+    if rules.scope is None:
+        return scope_text(rules, None)
+    try:
+        documents: int | None = len(rules.scope.within(await services.engine.store.documents()))
+    except StoreError as exc:
+        log.warning("/docs scope: the index could not be read: %s", exc)
+        documents = None
+    return scope_text(rules, documents)
 
 
 def with_invite_hint(reply: Reply) -> Reply:

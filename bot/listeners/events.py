@@ -1,4 +1,5 @@
-"""Mentions in channels and threads, and direct messages to the bot."""
+"""Mentions in channels and threads, direct messages to the bot, and follow-ups in the threads
+of a channel it answered in (bot/followups.py)."""
 from __future__ import annotations
 
 import logging
@@ -8,10 +9,12 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import followups, surfaces
 from bot.answering import NotInChannel, Question
-from bot.conversation import question_text, thread_history
+from bot.conversation import History, question_text, thread_history
 from bot.notes import ephemeral
 from bot.services import Services, services_of
+from bot.surfaces import Surface
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +36,12 @@ async def app_mention(event: dict[str, Any], context: AsyncBoltContext, client: 
 
 async def direct_message(event: dict[str, Any], context: AsyncBoltContext, client: AsyncWebClient) -> None:
     """Every `message` event lands here (an unhandled one would make Bolt answer 404); only a
-    person's new message in a DM with the bot is answered, at the top level or in its thread."""
+    person's new message in a DM with the bot is answered, at the top level or in its thread,
+    and a follow-up in a channel thread. Any other message is dropped here, unread."""
     services = services_of(context)
+    if followups.candidate(event):
+        services.work.spawn(_follow_up(services, client, event, context.bot_user_id), name="followup")
+        return
     if event.get("channel_type") != "im" or event.get("subtype") or not _from_a_person(event):
         return
     services.work.spawn(_answer(services, client, event, event.get("thread_ts"), context.bot_user_id), name="dm")
@@ -44,9 +51,19 @@ def _from_a_person(event: dict[str, Any]) -> bool:
     return bool(event.get("user")) and not event.get("bot_id")
 
 
-async def _answer(
-    services: Services, client: AsyncWebClient, event: dict[str, Any], root: str | None, bot_user_id: str | None
+async def _follow_up(
+    services: Services, client: AsyncWebClient, event: dict[str, Any], bot_user_id: str | None
 ) -> None:
+    history = await followups.follow_up_history(services, client, event, bot_user_id)
+    if history is not None:
+        await _answer(services, client, event, event["thread_ts"], bot_user_id, history, surfaces.FOLLOWUP)
+
+
+async def _answer(
+    services: Services, client: AsyncWebClient, event: dict[str, Any], root: str | None, bot_user_id: str | None,
+    history: History | None = None, way_in: Surface | None = None,
+) -> None:
+    """`history`: the thread already read (a follow-up), else it is read here."""
     channel, user = event["channel"], event["user"]
     if not await services.first_delivery(channel, event["ts"]):  # claimed here, so `work.idle()` covers it
         return
@@ -55,10 +72,12 @@ async def _answer(
     if not text:
         await tell(EMPTY_MENTION)
         return
-    history = (await thread_history(client, channel, root, event["ts"], bot_user_id)
-               if root is not None and event.get("thread_ts") else [])
+    if history is None:
+        history = (await thread_history(client, channel, root, event["ts"], bot_user_id)
+                   if root is not None and event.get("thread_ts") else [])
     try:
         team = event.get("user_team") or event.get("team") or ""
-        await services.answerer.answer_in_conversation(Question(text, user, channel, root, history, team), tell)
+        await services.answerer.answer_in_conversation(Question(text, user, channel, root, history, team), tell,
+                                                       way_in)
     except NotInChannel as exc:
         log.warning("cannot post in %s (%s)", channel, exc)

@@ -24,7 +24,7 @@ from rag import ABSTAIN_MESSAGES, LLM_ERROR_KINDS, install_events
 from sync.events import install as install_sync_events
 
 # -- questions -----------------------------------------------------------------------------------
-SURFACES = ("mention", "dm", "command", "assistant")
+SURFACES = ("mention", "dm", "command", "assistant", "followup")
 QUESTIONS = Counter(
     "docsbot_questions_total", "Questions by surface and outcome (answered, abstained, failed) with the reason",
     ["surface", "outcome", "reason"],

@@ -13,7 +13,7 @@ from typing import Any
 from lancedb.index import IvfSq
 
 from rag.store.errors import store_errors
-from rag.store.schema import VECTORS, access_filter
+from rag.store.schema import VECTORS
 from rag.store.tables import Tables
 
 # Reads of old versions must outlive a reader's refresh interval (see shared notes on cleanup).
@@ -29,13 +29,13 @@ class AnnState:
     min_rows: int  # ann_min_rows recorded by the last maintain()
     rows: int  # all rows of that version
     partition_rows: int  # rows per IVF partition the index was built with
-    counts: dict[int, int] = field(default_factory=dict)  # max_rank -> rows at or below it
+    counts: dict[str, int] = field(default_factory=dict)  # a search's filter -> rows it passes
 
-    async def passing(self, table: Any, max_rank: int) -> int:
-        """Rows a reader at `max_rank` may see, counted once per version with the bitmap index."""
-        if max_rank not in self.counts:
-            self.counts[max_rank] = await table.count_rows(access_filter(max_rank))
-        return self.counts[max_rank]
+    async def passing(self, table: Any, where: str) -> int:
+        """Rows a search's filter (access_filter) passes, counted once per version and filter."""
+        if where not in self.counts:
+            self.counts[where] = await table.count_rows(where)
+        return self.counts[where]
 
 
 @store_errors

@@ -14,12 +14,14 @@ from rag.store.schema import Hit
 
 class Index(Protocol):
     # -- searches and reads (rag/retrieval.py, rag/engine.py) --------------------------------
-    def dense(self, vector: np.ndarray, max_rank: int, limit: int) -> Awaitable[list[Hit]]:
-        """Top `limit` chunks at `max_rank` or below by cosine similarity (Hit.score), best first."""
+    def dense(self, vector: np.ndarray, max_rank: int, limit: int,
+              within: frozenset[str] | None = None) -> Awaitable[list[Hit]]:
+        """Top `limit` chunks at `max_rank` or below by cosine similarity (Hit.score), best first;
+        `within`: only chunks of these documents (a channel's scope, rag/scope.py)."""
         ...
 
-    def text(self, query: str, max_rank: int, limit: int) -> Awaitable[list[Hit]]:
-        """Top `limit` chunks at `max_rank` or below by BM25 score (Hit.score), best first."""
+    def text(self, query: str, max_rank: int, limit: int, within: frozenset[str] | None = None) -> Awaitable[list[Hit]]:
+        """Top `limit` chunks at `max_rank` or below by BM25 score (Hit.score), best first; `within` as dense's."""
         ...
 
     def rows(self, chunk_ids: list[str]) -> Awaitable[dict[str, dict[str, Any]]]:
@@ -28,6 +30,10 @@ class Index(Protocol):
 
     def doc_rows(self, doc_path: str, max_rank: int) -> Awaitable[list[dict[str, Any]]]:
         """Whole rows, with their `vector`, of one document's chunks at `max_rank` or below, in order."""
+        ...
+
+    def documents(self) -> Awaitable[tuple[str, ...]]:
+        """The indexed documents' paths, sorted."""
         ...
 
     def languages(self) -> Awaitable[dict[str, int]]:

@@ -86,8 +86,10 @@ def sql_list(values: Iterable[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
 
-def access_filter(max_rank: int) -> str:
-    return f"access_rank <= {int(max_rank)}"
+def access_filter(max_rank: int, within: frozenset[str] | None = None) -> str:
+    """The SQL filter of a reader at `max_rank`, narrowed to the documents `within` when given."""
+    where = f"access_rank <= {int(max_rank)}"
+    return f"{where} AND doc_path IN ({sql_list(sorted(within))})" if within else where
 
 
 _FTS_TOKEN = re.compile(r"[\w][\w.-]*")

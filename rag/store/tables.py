@@ -60,7 +60,8 @@ class Tables:
         self._db = lancedb.connect(uri, read_consistency_interval=self._interval)
         self._view = _View()
         self._ann: AnnState | None = None  # the vector index's routing facts (ann.py), per table version
-        self._census: tuple[int, dict[str, int]] | None = None  # (table version, documents per language)
+        # (table version, documents per language, the documents' paths), read once per version
+        self._census: tuple[int, dict[str, int], tuple[str, ...]] | None = None
         self.mirror: MirroredIndex | None = None  # what keeps a pinned store current (a replica's copy)
         # Asked right before each commit that changes what readers see: None, or why this process
         # must not write (sync/lease.py: the index-writer lease was lost). The vector cache is
@@ -270,16 +271,26 @@ class Tables:
     async def languages(self) -> dict[str, int]:
         """Documents per language ("" = the docs' default) in the index, counted again only when
         the chunks table's version changes; none in an index written before languages were kept."""
+        return dict((await self._documents())[1])
+
+    async def documents(self) -> tuple[str, ...]:
+        """The indexed documents' paths, sorted, listed again only when the chunks table's version
+        changes (a channel's scope is matched against them, rag/scope.py)."""
+        return (await self._documents())[2]
+
+    async def _documents(self) -> tuple[int, dict[str, int], tuple[str, ...]]:
         table = await self._searchable()
         version = await table.version()
         if self._census is None or self._census[0] != version:
+            has_language = "language" in (await table.schema()).names
+            columns = ["doc_path", "language"] if has_language else ["doc_path"]
+            # The first chunk of each document: one row per document.
+            firsts = (await table.query().where("ordinal = 0").select(columns).to_arrow()).to_pylist()
             counts: dict[str, int] = {}
-            if "language" in (await table.schema()).names:
-                firsts = await table.query().where("ordinal = 0").select(["language"]).to_arrow()  # one per document
-                for language in firsts["language"].to_pylist():
-                    counts[language or ""] = counts.get(language or "", 0) + 1
-            self._census = (version, counts)
-        return dict(self._census[1])
+            for row in firsts if has_language else []:
+                counts[row["language"] or ""] = counts.get(row["language"] or "", 0) + 1
+            self._census = (version, counts, tuple(sorted(row["doc_path"] for row in firsts)))
+        return self._census
 
     async def labels(self, chunk_ids: list[str]) -> dict[str, tuple[str, str]]:
         """(page, language) of the given chunks that still exist, by id; a row written before
