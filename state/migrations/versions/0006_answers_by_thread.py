@@ -2,15 +2,15 @@
 answered its author there recently (bot/followups.py), looked up for every thread reply in the
 channels the bot is in, so by an index rather than a scan of the channel's answers.
 
-Revision ID: 0005followups
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 """
 from typing import Sequence, Union
 
 from alembic import op
 
-revision: str = "0005followups"
-down_revision: Union[str, Sequence[str], None] = "0004"
+revision: str = "0006"
+down_revision: Union[str, Sequence[str], None] = "0005"
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

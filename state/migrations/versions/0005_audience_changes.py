@@ -1,7 +1,7 @@
 """The audience change log every replica reads before an answer (state/audience.py): a channel's
 members, sharing or privacy changed, or a person's account did, as Slack told one replica.
 
-Revision ID: 0005audience
+Revision ID: 0005
 Revises: 0004
 """
 from typing import Sequence, Union
@@ -9,7 +9,7 @@ from typing import Sequence, Union
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0005audience"
+revision: str = "0005"
 down_revision: Union[str, Sequence[str], None] = "0004"
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
