@@ -27,6 +27,7 @@ from typing import Any
 from rag import Store
 from rag import suffixes
 from state.answers import Feedback, LoggedAnswer
+from state.gaps import Reader, quoted
 
 CAUSES = {
     "nothing_retrieved": "Nothing retrieved: no chunk passed the similarity floor (a documentation gap?)",
@@ -188,8 +189,9 @@ def when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def render(candidates: list[Candidate]) -> str:
-    """Plain-text summary: one section per cause with the documents involved, then each answer."""
+def render(candidates: list[Candidate], reader: Reader) -> str:
+    """Plain-text summary: one section per cause with the documents involved, then each answer,
+    its question and the expected answers only where `reader` may read them (state/gaps.py)."""
     if not candidates:
         return "No thumbs-down answers waiting for review."
     lines = [f"{len(candidates)} thumbs-down answer(s) to review "
@@ -200,13 +202,15 @@ def render(candidates: list[Candidate]) -> str:
                   "  docs involved: " + (", ".join(f"{p} ({n})" for p, n in docs.most_common()) or "none")]
         for c in members:
             a = c.answer
-            lines.append(f"  {a.answer_id}  {when(c.last_vote_ms)}  level {a.level}  "
-                         f"{len(c.votes)} down  {a.question!r}")
+            words = bool(quoted(reader, [a]))
+            question = repr(a.question) if words else "(asked privately: not quoted)"
+            lines.append(f"  {a.answer_id}  {when(c.last_vote_ms)}  level {a.level}  {len(c.votes)} down  {question}")
             details = [f"abstained ({a.abstain_reason})" if not a.answered
                        else "cited " + ", ".join(dict.fromkeys(x["doc_path"] for x in a.citations))]
             if reasons := sorted({v.reason for v in c.votes if v.reason}):
                 details.append("reasons: " + ", ".join(reasons))
-            details += [f"expected: {v.expected!r}" for v in c.votes if v.expected]
+            details += [f"expected: {v.expected!r}" for v in c.votes
+                        if v.expected and ((words and a.public) or v.user == reader.user)]
             details += [f"{p}: {how}" for p, how in c.changed.items()]
             lines.append("    " + "; ".join(details))
     return "\n".join(lines)

@@ -27,6 +27,7 @@ from docsbot.wiring import open_state_db
 from rag import Store, StoreError
 from state.answers import AnswerLog, AnswerLogError, Feedback, LoggedAnswer
 from state.db import StateUnavailable
+from state.gaps import Reader
 
 FEEDBACK_GOLDEN = EVAL_DIR / "golden_feedback.jsonl"
 
@@ -61,7 +62,7 @@ def since_ms(text: str) -> int:
 
 async def candidates(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
     found = find_candidates(await log.pending_downvoted(), store, args.since)
-    print(json.dumps([c.to_json() for c in found], indent=2) if args.json else render(found))
+    print(json.dumps([c.to_json() for c in found], indent=2) if args.json else render(found, Reader()))
     return 0
 
 

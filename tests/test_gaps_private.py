@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from pydantic import SecretStr
 
+from bot.deliveries import buttons
 from bot.digest import send_digests
 from bot.local import demo
 from bot.local.harness import LocalSlack, local_slack
@@ -18,7 +19,7 @@ from bot.local.standin import visible_text
 from docsbot.settings import Settings
 from rag import Engine
 from tests.support.cli import docsbot
-from tests.support.slack import answers, open_home
+from tests.support.slack import VPN, answers, open_home
 from tests.test_assistant import ask_in_panel, open_panel
 from tests.test_gaps import ROOMS, ask, command, digests, policy, thumbs_down
 
@@ -116,3 +117,19 @@ async def test_private_questions_are_counts_for_everyone_but_their_asker(
     rooms = [g for g in report["gaps"] if g["example"] in ROOMS]
     assert rooms and sorted(rooms[0]["askers"]) == sorted([demo.EVE, demo.DAN, demo.GUEST])
 
+
+async def test_the_feedback_review_quotes_only_what_was_asked_in_a_public_channel(
+    sample_engine: Engine, settings: Settings,
+) -> None:
+    """`/docs feedback` lists every 👎 waiting for review to an admin: one from a DM by its id,
+    without the question or what the person expected."""
+    private = f"{VPN} my manager Carol must not know"
+    async with local_slack(settings, sample_engine, policy=policy()) as local:
+        in_dm = await ask(local, demo.EVE, "dm", private)
+        await thumbs_down(local, demo.EVE, in_dm, "missing", "the steps for Carol's laptop")
+        in_public = await ask(local, demo.GUEST, demo.GENERAL, VPN)
+        await thumbs_down(local, demo.GUEST, in_public, "outdated", "the new client")
+        shown = await command(local, demo.ALICE, "feedback")
+    ids = [buttons(answer)[1]["value"] for answer in (in_dm, in_public)]
+    assert all(answer_id in shown for answer_id in ids) and "Carol" not in shown
+    assert "(asked privately: not quoted)" in shown and VPN in shown and "the new client" in shown
