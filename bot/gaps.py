@@ -78,7 +78,7 @@ class Gap:
     page: Page | None  # the closest page; None: nothing in the docs comes close
     last_ms: int
     askers: tuple[str, ...] = ()  # only with DOCSBOT_DIGEST_NAME_ASKERS, only of the questions quoted
-    unquoted: int = 0  # questions of `count` the reader may not read (asked privately): a count only
+    unquoted: int = 0  # questions of `count` the reader may not read (state/gaps.py `quoted`): counted only
 
     @property
     def label(self) -> str:

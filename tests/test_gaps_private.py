@@ -17,7 +17,7 @@ from bot.local import demo
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import visible_text
 from docsbot.settings import Settings
-from rag import Engine
+from rag import Engine, Level
 from tests.support.cli import docsbot
 from tests.support.slack import VPN, answers, open_home
 from tests.test_assistant import ask_in_panel, open_panel
@@ -35,6 +35,19 @@ FRIDAY = "can I deploy to production on a Friday?"  # bob, his DM, then a 👎
 ZED = "Friday deploys are allowed until noon since May, ask Zed"  # bob's expected answer
 EXPENSES = "Expenses and Business Travel"  # the page the therapy questions come closest to (bob's)
 SECRETS = [*THERAPY, "Peggy", "Zed", FRIDAY]
+
+
+def test_the_rule_only_a_public_channel_is_public_and_the_asker_reads_their_own() -> None:
+    from state.gaps import SEVERAL, Reader, Unanswered, quoted  # here: the other tests run on code without it
+
+    asked = [Unanswered("a1", 0, "q1", "U1", Level.public, "no_match", ""),  # a DM, the panel, MCP...: not public
+             Unanswered("a2", 0, "q2", "U2", Level.public, "no_match", "", public=True),
+             Unanswered("a3", 0, "q3", "U3", Level.public, "no_match", "", public=True)]
+    assert [a.answer_id for a in quoted(Reader(), asked)] == ["a2", "a3"]  # `docsbot report`: nobody in particular
+    assert [a.answer_id for a in quoted(Reader("U1"), asked)] == ["a1", "a2", "a3"]  # the asker
+    assert quoted(Reader("U9", SEVERAL), asked) == []  # the digest: two people asked in public, not three
+    assert [a.answer_id for a in quoted(Reader("U9", SEVERAL), asked, {"U4"})] == ["a2", "a3"]  # a third, elsewhere
+    assert [a.answer_id for a in quoted(Reader("U1", SEVERAL), asked)] == ["a1"]
 
 
 async def ask_anywhere(local: LocalSlack, user: str, where: str, text: str) -> None:
