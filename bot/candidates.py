@@ -27,6 +27,7 @@ from typing import Any
 from rag import Store
 from rag import suffixes
 from state.answers import Feedback, LoggedAnswer
+from state.gaps import Reader, quoted
 
 CAUSES = {
     "nothing_retrieved": "Nothing retrieved: no chunk passed the similarity floor (a documentation gap?)",
@@ -114,19 +115,29 @@ class Candidate:
     def doc_paths(self) -> list[str]:
         return list(dict.fromkeys(self.answer.doc_paths() + self.expected_docs))
 
-    def to_json(self) -> dict[str, Any]:
-        a = self.answer
+    def readable_by(self, reader: Reader) -> bool:
+        """Whether `reader` may read the question, its thread and the answer (state/gaps.py)."""
+        return bool(quoted(reader, [self.answer]))
+
+    def expected(self, reader: Reader) -> dict[str, str]:
+        """voter -> what they expected, of what `reader` may read: a public question's, or their own."""
+        public = self.answer.public and self.readable_by(reader)
+        return {v.user: v.expected for v in self.votes if v.expected and (public or v.user == reader.user)}
+
+    def to_json(self, reader: Reader) -> dict[str, Any]:
+        """The candidate for `python -m eval candidates --json`; what `reader` may not read is null."""
+        a, words, expected = self.answer, self.readable_by(reader), self.expected(reader)
         return {
             "id": a.answer_id,
             "cause": self.cause,
-            "question": a.question,
-            "history": a.history,
+            "question": a.question if words else None,
+            "history": a.history if words else [],
             "level": a.level,
-            "asker": a.asker,
+            "asker": a.asker if words else None,
             "asked_ms": a.created_ms,
             "answered": a.answered,
             "abstain_reason": a.abstain_reason,
-            "answer": a.answer,
+            "answer": a.answer if words else None,
             "model": a.model,
             "prompt_version": a.prompt_version,
             "index_commit": a.index_commit,
@@ -136,7 +147,7 @@ class Candidate:
             "changed_docs": self.changed,
             "doc_paths": self.doc_paths(),
             "votes": [
-                {"user": v.user, "reason": v.reason, "expected": v.expected, "updated_ms": v.updated_ms}
+                {"user": v.user, "reason": v.reason, "expected": expected.get(v.user), "updated_ms": v.updated_ms}
                 for v in self.votes
             ],
         }
@@ -188,8 +199,9 @@ def when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def render(candidates: list[Candidate]) -> str:
-    """Plain-text summary: one section per cause with the documents involved, then each answer."""
+def render(candidates: list[Candidate], reader: Reader) -> str:
+    """Plain-text summary: one section per cause with the documents involved, then each answer,
+    its question and the expected answers only where `reader` may read them (state/gaps.py)."""
     if not candidates:
         return "No thumbs-down answers waiting for review."
     lines = [f"{len(candidates)} thumbs-down answer(s) to review "
@@ -200,13 +212,13 @@ def render(candidates: list[Candidate]) -> str:
                   "  docs involved: " + (", ".join(f"{p} ({n})" for p, n in docs.most_common()) or "none")]
         for c in members:
             a = c.answer
-            lines.append(f"  {a.answer_id}  {when(c.last_vote_ms)}  level {a.level}  "
-                         f"{len(c.votes)} down  {a.question!r}")
+            question = repr(a.question) if c.readable_by(reader) else "(asked privately: not quoted)"
+            lines.append(f"  {a.answer_id}  {when(c.last_vote_ms)}  level {a.level}  {len(c.votes)} down  {question}")
             details = [f"abstained ({a.abstain_reason})" if not a.answered
                        else "cited " + ", ".join(dict.fromkeys(x["doc_path"] for x in a.citations))]
             if reasons := sorted({v.reason for v in c.votes if v.reason}):
                 details.append("reasons: " + ", ".join(reasons))
-            details += [f"expected: {v.expected!r}" for v in c.votes if v.expected]
+            details += [f"expected: {expected!r}" for expected in c.expected(reader).values()]
             details += [f"{p}: {how}" for p, how in c.changed.items()]
             lines.append("    " + "; ".join(details))
     return "\n".join(lines)

@@ -1,9 +1,11 @@
 """The docs-gaps report sent to the people who can fix the docs: the weekly DM to each owner,
 `/docs gaps [area]` for admins and owners, and the gap metrics.
 
-Each reader gets the report at their own level (bot/gaps.py), so nobody learns a question asked
-above it. With several replicas each runs the weekly job; a claim in the state store keyed on
-the person and the ISO week (`digest:<user>:<year>-W<week>`, kept 8 days) lets exactly one send
+Each reader gets the report at their own level and in the words they may read (bot/gaps.py), so
+nobody learns a question asked above it, nor anyone else's private question; the digest quotes
+a public-channel question only once SEVERAL people asked it (state/gaps.py). With several
+replicas each runs the weekly job; a claim in the state store keyed on the person and the ISO
+week (`digest:<user>:<year>-W<week>`, kept 8 days) lets exactly one send
 each DM. A claim that cannot be made sends nothing: a missing digest beats a double one. The
 schedule is DOCSBOT_DIGEST_CRON read in UTC: Slack's Web API has no workspace time zone.
 """
@@ -22,7 +24,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import gaps_text
-from bot.gaps import DAY_MS, GapFinder, Report
+from bot.gaps import DAY_MS, GapFinder
 from bot.notes import Notes, in_dm
 from bot.recipients import Recipients
 from bot.services import Services
@@ -30,6 +32,7 @@ from docsbot.observability import metrics
 from docsbot.wiring import gaps_config
 from rag import Level
 from state.db import StateUnavailable
+from state.gaps import SEVERAL, Reader
 
 log = logging.getLogger(__name__)
 
@@ -60,17 +63,14 @@ async def send_digests(services: Services, client: AsyncWebClient, now: datetime
     since, until = _window(now)
     gaps = finder(services)
     directory = services.answerer.directory
-    everything = await gaps.report(Level.restricted, since, until)  # only to learn who owns something
+    everything = await gaps.report(Level.restricted, since, until, Reader())  # only to learn who owns something
     people = await Recipients(client, directory).by_person(everything.owners())
-    by_level: dict[Level, Report] = {Level.restricted: everything}
     sent = []
     for user, names in sorted(people.items()):
         level = await directory.user_level(user)
         if level is None:  # a bot or an app
             continue
-        if level not in by_level:
-            by_level[level] = await gaps.report(level, since, until)
-        mine = by_level[level].owned_by(names)
+        mine = (await gaps.report(level, since, until, Reader(user, SEVERAL))).owned_by(names)
         if mine.empty:
             continue
         try:
@@ -92,7 +92,7 @@ async def gaps_command(services: Services, client: AsyncWebClient, user: str, ar
     level = await services.answerer.directory.user_level(user) or Level.public
     since, until = _window(now or datetime.now(timezone.utc))
     try:
-        report = await finder(services).report(level, since, until)
+        report = await finder(services).report(level, since, until, Reader(user))
     except StateUnavailable as exc:
         log.warning("/docs gaps unavailable: %s", exc)
         await notes.tell("I couldn't read the answer log just now, please try again.")
@@ -119,7 +119,7 @@ async def home_summary(services: Services, client: AsyncWebClient, user: str) ->
     level = await directory.user_level(user) or Level.public
     since, until = _window(datetime.now(timezone.utc))
     try:
-        report = await finder(services).report(level, since, until)
+        report = await finder(services).report(level, since, until, Reader(user))
     except StateUnavailable as exc:
         log.warning("the Home tab shows no docs gaps: %s", exc)
         return []
@@ -132,7 +132,7 @@ async def refresh_metrics(services: Services, now: datetime) -> None:
     since, until = _window(now)
     gaps = finder(services)
     try:
-        report = await gaps.report(Level.restricted, since, until)
+        report = await gaps.report(Level.restricted, since, until, Reader())
     except StateUnavailable as exc:
         log.warning("gap metrics not refreshed: %s", exc)
         return

@@ -6,6 +6,11 @@ on that are overdue for review. The weekly digest (bot/digest.py), `/docs gaps` 
 A report is built at one level: only questions asked in a context at or below it are read
 (state/gaps.py), and they are grouped after that filter, so a group, its count, its example and
 the page it is assigned to come from what the reader may see, never from anything above it.
+It is built for one reader (state/gaps.py `Reader`), since a question's words are as private as
+the docs: a group's example, a 👎's question and expected answer, and the askers named are only
+those `quoted` lets the reader read (their own; else only what was asked in a public channel).
+The rest is a count inside its group, whose label is then the title of its closest page (the
+docs' words, never a private question's); private 👎 are a count per page and reason.
 
 Grouping is average-linkage agglomerative clustering of the questions' embeddings (the engine's
 own model): the two groups whose questions are most similar on average merge while that average
@@ -39,7 +44,7 @@ import numpy as np
 from rag import Engine, Level, Ownership, Review, StoreError, review_of
 from state.config import GapsConfig
 from state.db import StateDB
-from state.gaps import Cited, Downvote, GapLog, Unanswered
+from state.gaps import Cited, Downvote, GapLog, Reader, Unanswered, question_key, quoted
 
 GROUP_THRESHOLD = 0.50
 ASSIGN_FLOOR = 0.20  # a page less similar than this to a group is not "the closest section" of anything
@@ -67,17 +72,24 @@ class Page:
 
 @dataclass(frozen=True)
 class Gap:
-    example: str  # the question nearest the group's centre
+    example: str  # the question nearest the group's centre the reader may read; "": none may be quoted
     count: int
     kinds: dict[str, int]  # no_match / below_gate / declined -> questions
     page: Page | None  # the closest page; None: nothing in the docs comes close
     last_ms: int
-    askers: tuple[str, ...] = ()  # only with DOCSBOT_DIGEST_NAME_ASKERS
+    askers: tuple[str, ...] = ()  # only with DOCSBOT_DIGEST_NAME_ASKERS, only of the questions quoted
+    unquoted: int = 0  # questions of `count` the reader may not read (state/gaps.py `quoted`): counted only
+
+    @property
+    def label(self) -> str:
+        """What the group is called: its example, else its page's title (the docs' words)."""
+        return self.example or (self.page.title or self.page.path if self.page else "")
 
 
 @dataclass(frozen=True)
 class Complaint:
-    """An answer someone gave a 👎, with their reason."""
+    """An answer someone gave a 👎, with their reason; or (`question` "") as many answers asked
+    privately, with one reason and one page, as a count."""
 
     question: str
     reason: str
@@ -85,6 +97,7 @@ class Complaint:
     voters: int
     page: Page | None
     askers: tuple[str, ...] = ()
+    answers: int = 1
 
 
 @dataclass(frozen=True)
@@ -148,10 +161,12 @@ class Report:
 
         return {
             "since": _iso(self.since_ms), "until": _iso(self.until_ms), "level": self.level.name,
-            "gaps": [{"example": g.example, "count": g.count, "kinds": g.kinds, "area": area_of(g.page),
-                      "page": page(g.page), "last_asked": _iso(g.last_ms), **named(g.askers)} for g in self.gaps],
-            "downvotes": [{"question": d.question, "reason": d.reason, "expected": d.expected, "voters": d.voters,
-                           "area": area_of(d.page), "page": page(d.page), **named(d.askers)} for d in self.downvotes],
+            "gaps": [{"example": g.example or None, "label": g.label, "count": g.count, "unquoted": g.unquoted,
+                      "kinds": g.kinds, "area": area_of(g.page), "page": page(g.page), "last_asked": _iso(g.last_ms),
+                      **named(g.askers)} for g in self.gaps],
+            "downvotes": [{"question": d.question or None, "answers": d.answers, "reason": d.reason,
+                           "expected": d.expected, "voters": d.voters, "area": area_of(d.page), "page": page(d.page),
+                           **named(d.askers)} for d in self.downvotes],
             "overdue": [{"page": page(o.page), "citations": o.citations, "days_overdue": o.days_overdue}
                         for o in self.overdue],
             "unanswered_ratio": {area: round(missed / (answered + missed), 4)
@@ -207,7 +222,8 @@ class GapFinder:
         self.config = config
         self._vectors: dict[str, np.ndarray] = {}
 
-    async def report(self, level: Level, since_ms: int, until_ms: int) -> Report:
+    async def report(self, level: Level, since_ms: int, until_ms: int, reader: Reader) -> Report:
+        """The report of [since_ms, until_ms) at `level`, in the words `reader` may read."""
         unanswered: list[Unanswered] = _visible(await self.log.unanswered(since_ms, until_ms), level)[-MAX_GROUPED:]
         downvotes: list[Downvote] = _visible(await self.log.downvotes(since_ms, until_ms), level)
         relied_since = until_ms - RELIED_ON_DAYS * DAY_MS
@@ -221,10 +237,11 @@ class GapFinder:
         relied = Counter(path for c in cited if c.created_ms >= relied_since for path in c.doc_paths)
         paths = {*closest, *(d.doc_path for d in downvotes), *relied, *(c.doc_paths[0] for c in recent)} - {""}
         pages = await asyncio.to_thread(self._pages, paths, level, ownership)
-        gaps = [self._gap([unanswered[i] for i in g], vectors[g], pages.get(path)) for g, path in zip(groups, closest)]
+        gaps = [self._gap([unanswered[i] for i in g], vectors[g], pages.get(path), reader)
+                for g, path in zip(groups, closest)]
         gaps.sort(key=lambda g: (-g.count, -g.last_ms))
-        complaints = [Complaint(d.question, d.reason, d.expected, d.voters, pages.get(d.doc_path), self._askers([d]))
-                      for d in sorted(downvotes, key=lambda d: -d.created_ms)]
+        same = await self.log.public_askers(since_ms, until_ms) if downvotes and reader.several > 1 else {}
+        complaints = self._complaints(sorted(downvotes, key=lambda d: -d.created_ms), pages, reader, same)
         areas: dict[str, tuple[int, int]] = {}
         for c in recent:
             answered, missed = areas.get(area := area_of(pages.get(c.doc_paths[0])), (0, 0))
@@ -253,12 +270,32 @@ class GapFinder:
             return ""
         return hits[0].row["doc_path"] if hits and hits[0].score >= ASSIGN_FLOOR else ""
 
-    def _gap(self, items: list[Unanswered], vectors: np.ndarray, page: Page | None) -> Gap:
-        centre = vectors.mean(axis=0)
-        example = items[int(np.argmax(vectors @ centre))].question
+    def _gap(self, items: list[Unanswered], vectors: np.ndarray, page: Page | None, reader: Reader) -> Gap:
+        shown = {item.answer_id for item in quoted(reader, items)}
+        nearest = np.argsort(-(vectors @ vectors.mean(axis=0)), kind="stable")
+        example = next((items[i].question for i in nearest if items[i].answer_id in shown), "")
         kinds = Counter(item.kind for item in items)
         return Gap(example, len(items), dict(sorted(kinds.items())), page, max(i.created_ms for i in items),
-                   self._askers(items))
+                   self._askers(i for i in items if i.answer_id in shown), len(items) - len(shown))
+
+    def _complaints(self, downvotes: list[Downvote], pages: dict[str, Page], reader: Reader,
+                    same: dict[str, set[str]]) -> list[Complaint]:
+        """One line per 👎'd answer the reader may read; the others as a count per page and reason.
+        The expected answer is shown with its question only when the question is public to all
+        (or the reader wrote it): it is a voter's own words."""
+        anyone = replace(reader, user="")
+        found: dict[Any, Complaint] = {}
+        for d in downvotes:
+            page, askers = pages.get(d.doc_path), same.get(question_key(d.question), set())
+            if quoted(reader, [d], askers):
+                mine = d.expected_by == reader.user != ""
+                expected = d.expected if quoted(anyone, [d], askers) or mine else ""
+                found[d.answer_id] = Complaint(d.question, d.reason, expected, d.voters, page, self._askers([d]))
+            elif (before := found.get(key := (d.doc_path, d.reason))) is None:
+                found[key] = Complaint("", d.reason, "", d.voters, page)
+            else:
+                found[key] = replace(before, voters=before.voters + d.voters, answers=before.answers + 1)
+        return list(found.values())
 
     def _askers(self, items: Iterable[Unanswered | Downvote]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(item.asker for item in items if item.asker)) if self.config.name_askers else ()

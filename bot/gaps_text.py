@@ -1,5 +1,6 @@
 """The docs-gaps report in words: Slack blocks (the digest, `/docs gaps`, the App Home) and plain
-text (`docsbot report`), from one list of lines so both say the same."""
+text (`docsbot report`), from one list of lines so both say the same. A question the reader may
+not read (bot/gaps.py) is counted, "not quoted", in its group, which is then named after its page."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -7,7 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from bot.blocks import escape, escape_within, section
-from bot.gaps import Gap, Page, Report, area_of
+from bot.gaps import Complaint, Gap, Page, Report, area_of
 
 QUOTED = 300  # characters of a question quoted in a line
 KINDS = {"no_match": "nothing close", "below_gate": "close but not answerable", "declined": "declined"}
@@ -50,9 +51,24 @@ def _askers(askers: tuple[str, ...], slack: bool) -> str:
 
 def _gap(gap: Gap, link: Link, quote: Quote, slack: bool) -> str:
     kinds = ", ".join(f"{KINDS.get(kind, kind)} {n}" for kind, n in gap.kinds.items())
+    if gap.unquoted:
+        kinds += f"; {gap.unquoted} not quoted" if gap.example else "; not quoted"
     times = f"{gap.count}×" if gap.count > 1 else "once"
-    return (f"• {times}: “{quote(gap.example, QUOTED)}” ({kinds}) · closest: {_page(gap.page, link, quote)}"
+    label = f": “{quote(gap.example, QUOTED)}”" if gap.example else (
+        f" about {quote(gap.label, QUOTED)}" if gap.label else "")
+    return (f"• {times}{label} ({kinds}) · closest: {_page(gap.page, link, quote)}"
             f"{_askers(gap.askers, slack)}")
+
+
+def _complaint(d: Complaint, link: Link, quote: Quote, slack: bool) -> str:
+    voters = f" ({d.voters} people)" if d.voters > 1 else ""
+    if not d.question:
+        answers = f"{d.answers} answers" if d.answers > 1 else "an answer"
+        return (f"• 👎 on {answers} (not quoted): {REASONS.get(d.reason, 'no reason given')}"
+                f"{voters} · {_page(d.page, link, quote)}")
+    return (f"• “{quote(d.question, QUOTED)}”: {REASONS.get(d.reason, 'no reason given')}{voters}"
+            + (f", expected “{quote(d.expected, QUOTED)}”" if d.expected else "")
+            + f" · {_page(d.page, link, quote)}{_askers(d.askers, slack)}")
 
 
 def lines(report: Report, slack: bool) -> list[tuple[str, list[str]]]:
@@ -63,12 +79,7 @@ def lines(report: Report, slack: bool) -> list[tuple[str, list[str]]]:
     if report.gaps:
         parts.append((GAPS, [_gap(g, link, quote, slack) for g in report.gaps]))
     if report.downvotes:
-        parts.append((DOWNVOTES, [
-            f"• “{quote(d.question, QUOTED)}”: {REASONS.get(d.reason, 'no reason given')}"
-            + (f" ({d.voters} people)" if d.voters > 1 else "")
-            + (f", expected “{quote(d.expected, QUOTED)}”" if d.expected else "")
-            + f" · {_page(d.page, link, quote)}{_askers(d.askers, slack)}"
-            for d in report.downvotes]))
+        parts.append((DOWNVOTES, [_complaint(d, link, quote, slack) for d in report.downvotes]))
     if report.overdue:
         parts.append((OVERDUE, [
             f"• {_page(o.page, link, quote)}: cited {o.citations}× in 30 days, "
@@ -108,7 +119,10 @@ def plain(report: Report) -> str:
 def summary(report: Report, owners: Iterable[str]) -> dict[str, Any]:
     """One section for the App Home: how much of the report is the owner's, and where to read it."""
     missed = sum(gap.count for gap in report.gaps)
-    top = f" (most asked: “{escape_within(report.gaps[0].example, QUOTED)}”)" if report.gaps else ""
+    label = report.gaps[0].label if report.gaps else ""
+    quoted = report.gaps[0].example if report.gaps else ""
+    top = (f" (most asked: “{escape_within(label, QUOTED)}”)" if quoted else
+           f" (most asked: about {escape_within(label, QUOTED)})" if label else "")
     return section(f"*Your docs this week* (as {escape(', '.join(sorted(owners)))}): {missed} question"
                    f"{'s' if missed != 1 else ''} they could not answer{top}, {len(report.downvotes)} 👎, "
                    f"{len(report.overdue)} page{'s' if len(report.overdue) != 1 else ''} answers rely on overdue "

@@ -2,9 +2,10 @@
 channels by several different people, then one question per docs area; only what the viewer's
 own level could have been answered from.
 
-What people write is as private as the docs: a question asked in a DM, the assistant panel or a
-private conversation is never suggested to anyone, nor one only one or two people asked (it may
-say something about them), nor a long one; a suggestion is the question's text and nothing else.
+What people write is as private as the docs (state/gaps.py, the rule the docs-gaps report follows
+too): a question asked anywhere but a public channel is never suggested to anyone, nor one fewer
+than SEVERAL people asked (it may say something about them), nor a long one; a suggestion is the
+question's text and nothing else.
 
 The two sources are plain lists, so where they are read from (the answer log, the index) is
 easy to swap."""
@@ -19,18 +20,18 @@ from collections.abc import Iterable
 from rag import Level, Store
 from state.answers import AnswerLog
 from state.db import StateUnavailable
+from state.gaps import SEVERAL, question_key
 
 log = logging.getLogger(__name__)
 
 MAX_PROMPTS = 4  # Slack shows at most four
 MONTH_S = 30 * 24 * 3600
-MIN_ASKERS = 3  # different people who asked it before anyone else is shown a question
 MAX_QUESTION_CHARS = 120  # a longer question tends to carry someone's circumstances
 _TITLE_CHARS = 75
 
 
 def most_asked(recent: Iterable[tuple[str, str, str]], level: Level, limit: int = MAX_PROMPTS) -> list[str]:
-    """The questions of `recent` (question, level answered at, asker) that at least MIN_ASKERS
+    """The questions of `recent` (question, level answered at, asker) that at least SEVERAL
     different people asked, most askers first, counting questions that differ only in case,
     spacing or a trailing '?' as one. A question answered above `level` is never suggested: its
     wording could tell what those docs are about."""
@@ -40,11 +41,11 @@ def most_asked(recent: Iterable[tuple[str, str, str]], level: Level, limit: int 
         text = " ".join(question.split())
         if _level(answered_at) > level or not asker or len(text) > MAX_QUESTION_CHARS:
             continue
-        key = text.lower().rstrip("?").strip()
+        key = question_key(text)
         if key:
             askers.setdefault(key, set()).add(asker)
             spelling.setdefault(key, text)
-    counts = Counter({key: len(people) for key, people in askers.items() if len(people) >= MIN_ASKERS})
+    counts = Counter({key: len(people) for key, people in askers.items() if len(people) >= SEVERAL})
     return [spelling[key] for key, _ in counts.most_common(limit)]
 
 

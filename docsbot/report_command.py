@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--since", type=since_date, help=f"first day of the report, YYYY-MM-DD (default: {DEFAULT_DAYS} "
                                                     "days ago); it runs until now")
     p.add_argument("--level", choices=[level.name for level in Level], default="public",
-                   help="the reader's access level: questions asked above it are left out (default: public)")
+                   help="the reader's access level: questions asked above it are left out (default: public); "
+                        "at any level a question asked outside a public channel is a count, never quoted")
     p.add_argument("--area", help="only this docs area (front matter `area`, else the first folder)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=cmd_report)
@@ -53,13 +54,15 @@ def cmd_report(settings: Settings, args: argparse.Namespace) -> int:
 
 async def build(settings: Settings, level: Level, since: datetime, until: datetime) -> Report:
     from bot.gaps import GapFinder
+    from state.gaps import Reader
     from docsbot.wiring import gaps_config, open_engine, open_state_db
 
     engine = open_engine(settings, read_only=True)
     db = await open_state_db(settings)
     try:
         finder = GapFinder(db, engine, gaps_config(settings))
-        return await finder.report(level, int(since.timestamp() * 1000), int(until.timestamp() * 1000))
+        # whoever runs it is nobody in particular: only public-channel questions are quoted
+        return await finder.report(level, int(since.timestamp() * 1000), int(until.timestamp() * 1000), Reader())
     finally:
         await db.close()
         await engine.aclose()

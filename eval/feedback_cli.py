@@ -27,6 +27,7 @@ from docsbot.wiring import open_state_db
 from rag import Store, StoreError
 from state.answers import AnswerLog, AnswerLogError, Feedback, LoggedAnswer
 from state.db import StateUnavailable
+from state.gaps import Reader, quoted
 
 FEEDBACK_GOLDEN = EVAL_DIR / "golden_feedback.jsonl"
 
@@ -61,7 +62,7 @@ def since_ms(text: str) -> int:
 
 async def candidates(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
     found = find_candidates(await log.pending_downvoted(), store, args.since)
-    print(json.dumps([c.to_json() for c in found], indent=2) if args.json else render(found))
+    print(json.dumps([c.to_json(Reader()) for c in found], indent=2) if args.json else render(found, Reader()))
     return 0
 
 
@@ -102,6 +103,9 @@ def golden_line(
 
 async def promote(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
     answer = await pending(log, args.id)
+    if not answer.public:  # a golden set is a file in the repository: everyone with a clone reads it
+        raise AnswerLogError(f"answer {answer.answer_id} was asked in a DM, the assistant panel or a private "
+                             "channel: its words stay out of the golden set (reject it, or write the case yourself)")
     votes = [v for v in await log.feedback(answer.answer_id) if v.vote == "down"]
     if not votes:
         raise AnswerLogError(f"answer {answer.answer_id} has no thumbs-down: it is not a candidate")
@@ -130,7 +134,7 @@ async def promote(args: argparse.Namespace, log: AnswerLog, store: Store) -> int
 async def reject(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
     answer = await pending(log, args.id)
     await log.set_review(answer.answer_id, "rejected")
-    print(f"rejected {answer.answer_id}: {answer.question!r}")
+    print(f"rejected {answer.answer_id}" + (f": {answer.question!r}" if quoted(Reader(), [answer]) else ""))
     return 0
 
 

@@ -123,6 +123,11 @@ class LoggedAnswer:
     review: str = "pending"
     golden_id: str = ""
     reviewed_ms: int = 0
+    public_channel: bool = False  # asked in a public channel of the workspace
+
+    @property
+    def public(self) -> bool:
+        return self.public_channel
 
     def doc_paths(self) -> list[str]:
         """Documents the answer was built from (selected chunks, then citations), in order."""

@@ -8,11 +8,19 @@ answer was given at (everyone there may read the question and the answer); anywh
 DM, the assistant panel, a private or shared channel, an answer only the asker saw) it is the
 asker's own level then, as recorded with the answer. Nothing is stored here: these are reads of
 the answer log, so its retention (DOCSBOT_ANSWER_LOG_DAYS) applies to them as to answers.
+
+What people write is as private as the docs, so a question's words have a rule of their own
+(`quoted`): only a public channel is public. A question asked in a DM, the assistant panel, a
+private or shared channel, or on any surface that does not record itself as a public channel
+(rows logged before the answer log knew, too) is shown to anyone but its asker as a count only.
+A public-channel question is quoted to others; in the weekly digest, pushed to people who did not
+ask for it, only once SEVERAL different people asked it (its group, or the same words) in public.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import select
 
@@ -21,6 +29,7 @@ from state.answers import AnswerRow, FeedbackRow
 from state.db import StateDB
 
 UNANSWERED = ("no_match", "declined")  # abstentions that say the docs lack something (not access, not outages)
+SEVERAL = 3  # different people who asked a question in public before the digest or a suggestion quotes it
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,7 @@ class Unanswered:
     context: Level
     kind: str  # "no_match" (nothing close), "below_gate" (close, but not answerable), "declined" (by the model)
     doc_path: str  # the closest section's document, when the log has one; else ""
+    public: bool = False  # asked in a public channel of the workspace
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,8 @@ class Downvote:
     expected: str
     doc_path: str  # the answer's first cited (else first selected) document; "" for none
     voters: int
+    public: bool = False  # asked in a public channel of the workspace
+    expected_by: str = ""  # who wrote `expected`
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,40 @@ def context_level(asker_level: str, level: str, public_channel: bool) -> Level:
         return Level.parse(level if public_channel else asker_level)
     except ValueError:
         return Level.restricted
+
+
+@dataclass(frozen=True)
+class Reader:
+    """Who a report is for. `user` reads their own questions word for word ("": nobody in
+    particular, as for `docsbot report`); `several`: how many different people must have asked a
+    public question before it is quoted to them (1 on demand, SEVERAL in the digest)."""
+
+    user: str = ""
+    several: int = 1
+
+
+class Asked(Protocol):
+    @property
+    def asker(self) -> str: ...
+
+    @property
+    def public(self) -> bool: ...
+
+
+A = TypeVar("A", bound=Asked)
+
+
+def quoted(reader: Reader, asked: Sequence[A], public_askers: Iterable[str] = ()) -> list[A]:
+    """The questions of `asked` (one group, or one question) whose words `reader` may read: their
+    own, and those asked in a public channel once at least `reader.several` different people asked
+    them in public (those of `asked`, and `public_askers` who asked the same elsewhere in the log)."""
+    crowd = {a.asker for a in asked if a.public and a.asker} | set(public_askers)
+    return [a for a in asked if (reader.user and a.asker == reader.user) or (a.public and len(crowd) >= reader.several)]
+
+
+def question_key(text: str) -> str:
+    """A question as it is counted: case, spacing and a trailing '?' do not matter."""
+    return " ".join(text.split()).lower().rstrip("?").strip()
 
 
 def _context(row: Any) -> Level:
@@ -100,7 +146,8 @@ class GapLog:
             rows = (await session.execute(query)).all()
         return [Unanswered(row.answer_id, row.created_ms, row.question, row.asker, _context(row),
                            _kind(row.abstain_reason, row.detail or ""),
-                           _first_doc(_near_miss(row.diagnostics), row.retrieved)) for row in rows]
+                           _first_doc(_near_miss(row.diagnostics), row.retrieved), bool(row.public_channel))
+                for row in rows]
 
     async def downvotes(self, since_ms: int, until_ms: int) -> list[Downvote]:
         """Answers with an active 👎 given (or explained) in [since_ms, until_ms): one entry per
@@ -120,8 +167,21 @@ class GapLog:
                     vote.reason or (before.reason if before else ""),
                     vote.expected or (before.expected if before else ""),
                     _first_doc(answer.citations, answer.retrieved), (before.voters if before else 0) + 1,
+                    bool(answer.public_channel),
+                    vote.user if vote.expected else (before.expected_by if before else ""),
                 )
         return list(found.values())
+
+    async def public_askers(self, since_ms: int, until_ms: int) -> dict[str, set[str]]:
+        """question_key -> the people who asked it in a public channel in [since_ms, until_ms)."""
+        query = select(AnswerRow.question, AnswerRow.asker).where(
+            AnswerRow.created_ms >= since_ms, AnswerRow.created_ms < until_ms, AnswerRow.public_channel.is_(True))
+        found: dict[str, set[str]] = {}
+        async with self.db.begin() as session:
+            for question, asker in (await session.execute(query)).all():
+                if asker:
+                    found.setdefault(question_key(question), set()).add(asker)
+        return found
 
     async def cited(self, since_ms: int, until_ms: int) -> list[Cited]:
         """The answered questions of [since_ms, until_ms), with the documents each cited."""

@@ -34,11 +34,13 @@ T = TypeVar("T")
 
 
 async def answer(engine: Engine, log: AnswerLog, question: str, level: Level = Level.team, ts: str = "1.0",
-                 history: list[tuple[str, str]] | None = None, index_commit: str = "") -> str:
+                 history: list[tuple[str, str]] | None = None, index_commit: str = "",
+                 channel: str = "C_GENERAL") -> str:
+    """An answer logged as asked in `channel` (C_GENERAL: a public channel; else a DM)."""
     result = await engine.ask(question, level, history or [])
     return await log.record(result, asker="U_ASKER", asker_level="restricted", audience_level=level.name,
-                            channel="C_GENERAL", message_ts=ts, thread_ts="0.5", history=history or [],
-                            index_commit=index_commit)
+                            channel=channel, message_ts=ts, thread_ts="0.5", history=history or [],
+                            index_commit=index_commit, public_channel=channel == "C_GENERAL")
 
 
 def with_log(url: str, use: Callable[[AnswerLog], Awaitable[T]]) -> T:
@@ -258,9 +260,25 @@ def test_cli_lists_promotes_and_rejects(
             await log.add_feedback(answer_id, "U1", "down", "reaction")  # same person: still one vote
         return blocked, missing
 
+    async def in_dm(log: AnswerLog) -> str:
+        answer_id = await answer(sample_engine, log, f"{BANANA} my manager must not know", ts="3.0", channel="D_ASKER")
+        await log.add_feedback(answer_id, "U_ASKER", "down", "button", reason="other")
+        await log.explain(answer_id, "U_ASKER", "other", "the fruit policy, Carol")
+        return answer_id
+
     blocked, missing = with_log(state_url, setup)
+    private = with_log(state_url, in_dm)
+    code, out, _ = cli(capsys, "candidates", "--json")
+    [listed] = [c for c in json.loads(out) if c["id"] == private]
+    assert (listed["question"], listed["history"], listed["asker"], listed["answer"]) == (None, [], None, None)
+    assert listed["votes"][0]["expected"] is None and "manager" not in out and "Carol" not in out
     code, out, _ = cli(capsys, "candidates")
-    assert code == 0 and "2 thumbs-down answer(s)" in out
+    assert private in out and "(asked privately: not quoted)" in out and "Carol" not in out and "manager" not in out
+    code, _, err = cli(capsys, "promote", private, "--abstain", "--golden", str(tmp_path / "private.jsonl"))
+    assert code == 2 and "stay out of the golden set" in err and not (tmp_path / "private.jsonl").exists()
+    assert cli(capsys, "reject", private)[0] == 0
+    code, out, _ = cli(capsys, "candidates")
+    assert code == 0 and "2 thumbs-down answer(s)" in out and BANANA in out
     assert out.index("Nothing retrieved") < out.index("Access abstention")
     assert blocked in out and "reasons: missing" in out
     code, out, _ = cli(capsys, "candidates", "--json")

@@ -24,6 +24,7 @@ from rag.freshness import age_words, period_days
 from rag.store import chunk_schema
 from state.answers import AnswerLog
 from state.config import GapsConfig
+from state.gaps import Reader
 from state.opening import open_state
 from sync.folder import index_folder
 from sync.service import run_sync
@@ -269,7 +270,7 @@ async def test_gaps_date_a_page_by_its_last_review(engine: Engine, tmp_path: Pat
             await log.record(answer, asker="U1", asker_level="public", audience_level="public", public_channel=True)
         now_ms = int((clock.now + 1) * 1000)
         finder = GapFinder(db, engine, GapsConfig(review_days=365))
-        report = await finder.report(Level.public, now_ms - 7 * 86_400_000, now_ms)
+        report = await finder.report(Level.public, now_ms - 7 * 86_400_000, now_ms, Reader())
         overdue = {o.page.path: o.days_overdue for o in report.overdue}
         # expenses: reviewed 2 years and a month or two ago, + 365; office: committed 500 days ago, + 365;
         # parking (reviewed 100 days ago) and lunch (review_in 30000 days) are not due, though committed

@@ -26,6 +26,7 @@ from bot.services import Services, services_of
 from rag import Level
 from state.answers import AnswerLogError, LoggedAnswer, Vote
 from state.db import StateUnavailable
+from state.gaps import Reader
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +188,7 @@ async def feedback_summary(services: Services, user: str, notes: Notes) -> None:
         await notes.tell("I couldn't read the feedback just now, please try again.")
         return
     found = await asyncio.to_thread(find_candidates, downvoted, services.engine.store)
-    await notes.reply(feedback.summary(render(found)))
+    await notes.reply(feedback.summary(render(found, Reader(user))))
 
 
 async def _open_form(client: AsyncWebClient, body: dict[str, Any], answer_id: str) -> bool:
