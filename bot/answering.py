@@ -38,6 +38,7 @@ from bot.surfaces import Surface
 from rag import Answer, Engine, Level, TextSink
 from state.answers import AnswerLog
 from state.db import StateUnavailable
+from state.placeholders import PlaceholderJournal
 from state.ratelimit import RateLimit
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class Answerer:
         rate: RateLimit,
         queue: AnswerQueue,
         stream_replies: bool = True,
+        journal: PlaceholderJournal | None = None,
     ) -> None:
         self.client = client
         self.engine = engine
@@ -87,7 +89,8 @@ class Answerer:
         self.rate = rate
         self.queue = queue
         self.stream_replies = stream_replies
-        self.placeholders = Placeholders()  # posted, not yet ended (bot.serve ends them on shutdown)
+        # posted, not yet ended (bot.serve ends them on shutdown, bot.recovery after a crash)
+        self.placeholders = Placeholders(journal)
         self.lanes = Lanes()  # what Slack said about its rate limits, per bucket
         self.progress = Progress(client, self.lanes, self.placeholders)
 
@@ -119,8 +122,8 @@ class Answerer:
         try:
             if way_in.announce is not None:
                 q = replace(q, thread_ts=await self.post(q.channel, None, way_in.announce))
-            answered = await self._answer_into(Placeholder(q.channel, q.thread_ts, surface), q, asker, audience, tell,
-                                               panel)
+            placeholder = Placeholder(q.channel, q.thread_ts, surface, asker=q.user, question=q.text)
+            answered = await self._answer_into(placeholder, q, asker, audience, tell, panel)
         except NotInChannel:
             if way_in.private is None:
                 raise
@@ -295,7 +298,7 @@ class Answerer:
                                           lambda: self.post(channel, placeholder.thread_ts, blocks.notice(text)))
             if ts is not None:
                 placeholder.ts, placeholder.shown = ts, text
-                self.placeholders.open(placeholder)
+                await self.placeholders.open(placeholder)
                 return
         self.progress.show(placeholder, text)
 
@@ -324,7 +327,7 @@ class Answerer:
             return None
         finally:
             if opened is not None:  # ended, whatever happened: nothing for a restart to clean up
-                self.placeholders.close(placeholder.channel, opened)
+                await self.placeholders.close(placeholder.channel, opened)
 
     async def _deliver(self, placeholder: Placeholder, message: dict[str, Any]) -> str:
         """Post the final message: the placeholder edited into it or, with no placeholder or when

@@ -25,6 +25,7 @@ from bot.queue import AnswerQueue
 from bot.listeners import register_listeners
 from bot.middleware import attach, drop_malformed, drop_retries
 from bot.ratelimits import CappedRateLimitRetry
+from bot.recovery import LEASE_S, Recovery, owner_id
 from bot.docs_sync import status_text
 from bot.services import Services, SyncCommand
 from bot.telemetry import ObservedWebClient, request_kind, slack_request
@@ -34,6 +35,7 @@ from rag import Engine, bulk_threads
 from state.answers import AnswerLog
 from state.db import StateDB
 from state.dedupe import Dedupe
+from state.placeholders import PlaceholderJournal
 from state.ratelimit import RateLimit
 
 log = logging.getLogger(__name__)
@@ -85,11 +87,13 @@ def build_bot(
     app = AsyncApp(client=client, name="docsbot", process_before_response=False, request_verification_enabled=False)
     directory = Directory(client, access, settings.bot_lookup_ttl_s)
     answer_log = AnswerLog(state, settings.answer_log_days)
+    journal = PlaceholderJournal(state, owner_id(), LEASE_S)
     answerer = Answerer(
         client, engine, directory, answer_log,
         RateLimit(state, settings.bot_user_questions_per_minute),
         AnswerQueue(settings.bot_max_concurrent_answers, settings.queue_max, settings.queue_wait_s),
         stream_replies=settings.llm_stream,
+        journal=journal,
     )
     services = Services(
         settings=settings,
@@ -101,6 +105,7 @@ def build_bot(
         dedupe=Dedupe(state),
         status=lambda details: status_text(engine.store, state, details),
         run_sync=run_sync,
+        recovery=Recovery(client, journal),
     )
     access.on_invalid = lambda previous, problem: services.work.spawn(
         tell_admins(client, previous.admins, problem), name="access-file-invalid")

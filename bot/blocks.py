@@ -24,6 +24,7 @@ FEEDBACK_UP = "feedback_up"
 FEEDBACK_DOWN = "feedback_down"
 FEEDBACK_NATIVE = "feedback_native"  # Slack's feedback_buttons; the value is "up:<answer id>" or "down:…"
 ANSWER_IN_DM = "answer_in_dm"
+ASK_AGAIN = "ask_again"  # on the note that ends a placeholder left by a stopped process; the value is its answer id
 
 ASK_FORM = "docs_ask"
 QUESTION_INPUT = "question"
@@ -236,6 +237,14 @@ def dm_offer(answer_id: str, reason: str) -> dict[str, Any]:
         section(text),
         {"type": "actions", "block_id": "dm_offer",
          "elements": [button("Answer me in a DM", ANSWER_IN_DM, answer_id, style="primary")]},
+    ]}
+
+
+def orphaned(text: str, answer_id: str) -> dict[str, Any]:
+    """A placeholder whose process stopped before answering: `text` and a button to ask again."""
+    return {"text": text, "blocks": [
+        section(text),
+        {"type": "actions", "block_id": "ask_again", "elements": [button("Ask again", ASK_AGAIN, answer_id)]},
     ]}
 
 

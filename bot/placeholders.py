@@ -3,15 +3,23 @@ not yet replaced by an answer (`Placeholders`).
 
 `Answerer` opens one right after posting a placeholder and closes it when the placeholder is
 replaced (by the answer or a failure note). What is still open when a shutdown's drain time is
-up is edited to the restart note by `bot.serve`, so no placeholder outlives the process.
+up is edited to the restart note by `bot.serve`, so no placeholder outlives the process. Each is
+also recorded in the state database (`state.placeholders`) until it ends, so one left by a
+process that died without a drain is ended by `bot.recovery` instead.
 """
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 from docsbot.observability import metrics
 from bot.telemetry import answer_id, since_request
+from state.db import StateUnavailable
+from state.placeholders import Orphan, PlaceholderJournal
+
+log = logging.getLogger(__name__)
 
 
 def _asked_at() -> float | None:
@@ -37,6 +45,8 @@ class Placeholder:
     ended: bool = False  # no more progress is shown in it: the answer (or a note) is on its way
     answer_id: str = field(default_factory=answer_id)
     asked_at: float | None = field(default_factory=_asked_at)
+    asker: str = ""  # who asked, and what: a replica that ends it after a crash offers to ask again
+    question: str = field(default="", repr=False)  # never in a log line
 
 
 @dataclass(frozen=True)
@@ -49,19 +59,35 @@ class OpenPlaceholder:
 
 
 class Placeholders:
-    def __init__(self) -> None:
+    def __init__(self, journal: PlaceholderJournal | None = None) -> None:
         self._open: dict[tuple[str, str], OpenPlaceholder] = {}
+        self.journal = journal
 
-    def open(self, placeholder: Placeholder) -> None:
+    async def open(self, placeholder: Placeholder) -> None:
         """A placeholder was posted: the question's first visible reply."""
         assert placeholder.ts is not None
         self._open[(placeholder.channel, placeholder.ts)] = OpenPlaceholder(
             placeholder.channel, placeholder.ts, placeholder.surface, placeholder.answer_id, time.monotonic())
         if placeholder.asked_at is not None:
             metrics.FIRST_REPLY_SECONDS.labels(placeholder.surface).observe(time.perf_counter() - placeholder.asked_at)
+        if self.journal is not None:
+            orphan = Orphan(placeholder.answer_id, placeholder.channel, placeholder.ts, placeholder.thread_ts,
+                            placeholder.asker, placeholder.question, placeholder.surface)
+            await _journaled(self.journal.opened(orphan), placeholder.answer_id)
 
-    def close(self, channel: str, ts: str) -> None:
-        self._open.pop((channel, ts), None)
+    async def close(self, channel: str, ts: str) -> None:
+        closed = self._open.pop((channel, ts), None)
+        if closed is not None and self.journal is not None:
+            await _journaled(self.journal.closed(closed.answer_id), closed.answer_id)
 
     def still_open(self) -> list[OpenPlaceholder]:
         return list(self._open.values())
+
+
+async def _journaled(write: Awaitable[None], answer_id: str) -> None:
+    """The answer never waits on the shared record: a failed write is one line (the placeholder
+    is then not recovered after a crash, or is ended with a note after its answer)."""
+    try:
+        await write
+    except StateUnavailable as exc:
+        log.warning("placeholder of %s not recorded: %s", answer_id, exc)

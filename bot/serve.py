@@ -13,6 +13,7 @@ import json
 import logging
 import signal
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import aiohttp
@@ -24,6 +25,7 @@ from slack_sdk.errors import SlackApiError
 from bot import blocks, telemetry
 from bot.app import DocsBot, web_app
 from bot.digest import scheduled
+from bot.recovery import recovering
 from bot.services import housekeeping
 from bot.socket_mode import keep_connecting, sdk_logger
 from docsbot.observability.tracing import shutdown_tracing, span
@@ -53,7 +55,8 @@ async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        async with housekeeping(bot.services), scheduled(bot.services, bot.client):  # retention, digest, gauges
+        async with (housekeeping(bot.services), scheduled(bot.services, bot.client),  # retention, digest, gauges
+                    recovering(bot.services.recovery) if bot.services.recovery else nullcontext()):
             await stop.wait()
     finally:
         if connecting is not None:
@@ -147,5 +150,5 @@ async def note_restarted(bot: DocsBot) -> None:
                 await bot.client.chat_delete(channel=placeholder.channel, ts=placeholder.ts)
             except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
                 log.warning("could not replace or delete a placeholder in %s: %s", placeholder.channel, exc)
-        answerer.placeholders.close(placeholder.channel, placeholder.ts)
+        await answerer.placeholders.close(placeholder.channel, placeholder.ts)
 

@@ -11,6 +11,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.access import AccessFile, AccessPolicy
 from bot.answering import Answerer
+from bot.recovery import Recovery
 from bot.work import BackgroundWork
 from docsbot.settings import Settings
 from rag import Engine
@@ -37,6 +38,7 @@ class Services:
     dedupe: Dedupe
     status: Callable[[bool], Awaitable[str]]  # `/docs status`; True: with the details admins see
     run_sync: SyncCommand | None = None
+    recovery: Recovery | None = None  # ends the placeholders of a process that died (bot.serve runs it)
 
     @property
     def policy(self) -> AccessPolicy:
@@ -70,6 +72,8 @@ class Services:
         """Delete expired answers (keeping unreviewed 👎) and expired dedupe keys."""
         try:
             answers, keys = await self.answer_log.prune(), await self.dedupe.prune()
+            if self.recovery is not None:
+                await self.recovery.journal.prune()
         except StateUnavailable as exc:
             log.warning("retention skipped this time: %s", exc)
             return

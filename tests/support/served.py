@@ -57,6 +57,18 @@ async def served(data_dir: str, model_delay_s: float = 0.0, **env: str) -> Async
     model.reply = lambda messages: "Use the VPN portal [1]."
     model.delay_s = model_delay_s
     standin = await SlackStandIn(demo.demo_workspace(), demo.TOKEN).start()
+    try:
+        async with served_with(data_dir, standin, model, **env) as bot:
+            yield bot
+    finally:
+        await standin.stop()
+        model.stop()
+
+
+@asynccontextmanager
+async def served_with(data_dir: str, standin: SlackStandIn, model: OpenAIStandIn, **env: str) -> AsyncIterator[Served]:
+    """`served` against stand-ins the caller keeps (a second process, a restart, sees the first's
+    messages and requests)."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     environment = {**os.environ, **serve_env(standin, model, port, data_dir),
@@ -86,5 +98,3 @@ async def served(data_dir: str, model_delay_s: float = 0.0, **env: str) -> Async
             await process.wait()
         await reader
         await session.close()
-        await standin.stop()
-        model.stop()
