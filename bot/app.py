@@ -20,6 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.access import AccessFile, AccessPolicy, tell_admins
 from bot.answering import Answerer
 from bot.directory import Directory
+from bot.http_guard import ConnectionGuard
 from bot.health import Readiness, health_routes, refuse_while_stopping, standard_checks
 from bot.queue import AnswerQueue
 from bot.listeners import register_listeners
@@ -116,9 +117,11 @@ def build_bot(
     return DocsBot(app, services, secret, list(routes or []), Readiness(standard_checks(services)))
 
 
-def web_app(bot: DocsBot) -> web.Application:
+def web_app(bot: DocsBot, guard: ConnectionGuard | None = None) -> web.Application:
+    """`guard`: the server's connection guard (bot.http_guard), whose middleware bounds the body."""
+    middlewares = [refuse_while_stopping(bot.readiness, EVENTS_PATH)]
     web_application = web.Application(client_max_size=1024**2,
-                                      middlewares=[refuse_while_stopping(bot.readiness, EVENTS_PATH)])
+                                      middlewares=([guard.middleware()] if guard else []) + middlewares)
     web_application.add_routes([
         web.post(EVENTS_PATH, _events_handler(bot)),
         *health_routes(bot),

@@ -25,6 +25,7 @@ from slack_sdk.errors import SlackApiError
 from bot import blocks, telemetry
 from bot.app import DocsBot, web_app
 from bot.digest import scheduled
+from bot.http_guard import HEAD_TIMEOUT_S, ConnectionGuard, listen, quiet_connection_errors
 from bot.recovery import recovering
 from bot.services import housekeeping
 from bot.socket_mode import keep_connecting, sdk_logger
@@ -39,11 +40,13 @@ WARMING_UP = "warming up the Slack request path"
 
 
 async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str = "0.0.0.0",
-                drain_s: float = 20.0) -> None:
-    """Run until SIGINT/SIGTERM, then drain (see the module docstring)."""
-    runner = web.AppRunner(web_app(bot), access_log=None)
+                drain_s: float = 20.0, max_connections: int = 512) -> None:
+    """Run until SIGINT/SIGTERM, then drain (see the module docstring); HTTP behind bot.http_guard."""
+    guard = ConnectionGuard(max_connections)
+    quiet_connection_errors()
+    runner = web.AppRunner(web_app(bot, guard), access_log=None, keepalive_timeout=HEAD_TIMEOUT_S)
     await runner.setup()
-    await web.TCPSite(runner, host, port).start()
+    listening = await listen(runner, guard, host, port)
     await verify_slack_auth(bot)
     socket_mode = ObservedSocketMode(bot.app, app_token, logger=sdk_logger()) if app_token else None
     connecting = asyncio.create_task(keep_connecting(socket_mode)) if socket_mode is not None else None
@@ -62,6 +65,7 @@ async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str
         if connecting is not None:
             connecting.cancel()
         await drain(bot, socket_mode, drain_s)
+        listening.close()
         await runner.cleanup()
         await telemetry.close_client(bot.client)
         await bot.services.engine.aclose()
