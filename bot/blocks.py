@@ -209,9 +209,11 @@ def after_text(message: dict[str, Any]) -> list[Block]:
     return blocks[first:]
 
 
-def notice(text: str) -> dict[str, Any]:
-    """A plain message from the bot (help, busy, errors); `text` is ours, not the model's."""
-    return {"text": text, "blocks": [section(piece) for piece in split_text(text)]}
+def notice(text: str, echoes_user: bool = False) -> dict[str, Any]:
+    """A plain message from the bot (help, busy, errors); `text` is ours, not the model's.
+    `echoes_user`: it quotes what someone typed (escaped by the caller), so its blocks are
+    verbatim: a quoted "@here" or "#general" stays text instead of notifying the channel."""
+    return {"text": text, "blocks": [section(piece, verbatim=echoes_user) for piece in split_text(text)]}
 
 
 def home_view(level: str, examples: list[str], usage: str, status: str, pending_reviews: int | None) -> dict[str, Any]:
