@@ -11,9 +11,8 @@ from bot import blocks
 from bot.blocks import THINKING
 from bot.deliveries import buttons
 from bot.local import demo
-from bot.local.standin import SlackStandIn
+from bot.local.standin import SlackStandIn, visible_text
 from bot.recovery import ORPHANED
-from bot.local.standin import visible_text
 from docsbot.settings import Settings
 from rag.engine import Engine
 from tests.standins.openai_server import OpenAIStandIn
@@ -43,6 +42,7 @@ async def test_a_placeholder_left_by_a_killed_process_is_ended_once_by_the_resta
         async with served_with(data_dir, standin, model) as again, served_with(data_dir, standin, model):
             await until(lambda: visible_text(again.bot_messages()[0]) != THINKING, timeout_s=60)
             ended_after = time.monotonic() - killed
+            print(f"the placeholder was ended {ended_after:.1f} s after the kill")
             await asyncio.sleep(2 * 5.0)  # two more sweeps by each process
             [note] = again.bot_messages()
             assert visible_text(note).startswith(ORPHANED), visible_text(note)
