@@ -104,6 +104,15 @@ def folded(text: str) -> str:
     return _SPACE.sub(" ", text.translate(_CONFUSABLES))
 
 
+# Bidirectional controls: a right-to-left override in a title shows "exe.gnp" as "png.exe" and
+# reverses whatever follows it in the line it is quoted in (a citation, the prompt's label).
+_BIDI = dict.fromkeys(map(ord, "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
+
+
+def without_bidi(text: str) -> str:
+    return text.translate(_BIDI)
+
+
 def looks_injected(text: str) -> bool:
     """Whether `text` reads like instructions to an AI, as written, in leetspeak, or spelled
     out letter by letter."""
@@ -144,7 +153,7 @@ def select_sources(
 def render_sources(sources: list[Source]) -> str:
     blocks = []
     for s in sources:
-        label = neutralise(f"{s.title} › {s.section}" if s.section else s.title).replace('"', "'")
+        label = without_bidi(neutralise(f"{s.title} › {s.section}" if s.section else s.title).replace('"', "'"))
         label = _SPACE.sub(" ", label)  # one line: a title cannot start a line of its own
         blocks.append(f'<source n="{s.n}" title="{label}">\n{neutralise(s.text)}\n</source>')
     return "\n\n".join(blocks)
