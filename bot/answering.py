@@ -298,7 +298,7 @@ class Answerer:
                                           lambda: self.post(channel, placeholder.thread_ts, blocks.notice(text)))
             if ts is not None:
                 placeholder.ts, placeholder.shown = ts, text
-                await self.placeholders.open(placeholder)
+                self.placeholders.open(placeholder)
                 return
         self.progress.show(placeholder, text)
 
@@ -327,7 +327,7 @@ class Answerer:
             return None
         finally:
             if opened is not None:  # ended, whatever happened: nothing for a restart to clean up
-                await self.placeholders.close(placeholder.channel, opened)
+                self.placeholders.close(placeholder.channel, opened)
 
     async def _deliver(self, placeholder: Placeholder, message: dict[str, Any]) -> str:
         """Post the final message: the placeholder edited into it or, with no placeholder or when

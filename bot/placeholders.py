@@ -9,14 +9,13 @@ process that died without a drain is ended by `bot.recovery` instead.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 from docsbot.observability import metrics
 from bot.telemetry import answer_id, since_request
-from state.db import StateUnavailable
 from state.placeholders import Orphan, PlaceholderJournal
 
 log = logging.getLogger(__name__)
@@ -62,8 +61,12 @@ class Placeholders:
     def __init__(self, journal: PlaceholderJournal | None = None) -> None:
         self._open: dict[tuple[str, str], OpenPlaceholder] = {}
         self.journal = journal
+        # Journal writes not yet made, and the task making them (one at a time, in batches).
+        self._opened: list[Orphan] = []
+        self._closed: list[str] = []
+        self._writing: asyncio.Task[None] | None = None
 
-    async def open(self, placeholder: Placeholder) -> None:
+    def open(self, placeholder: Placeholder) -> None:
         """A placeholder was posted: the question's first visible reply."""
         assert placeholder.ts is not None
         self._open[(placeholder.channel, placeholder.ts)] = OpenPlaceholder(
@@ -73,21 +76,37 @@ class Placeholders:
         if self.journal is not None:
             orphan = Orphan(placeholder.answer_id, placeholder.channel, placeholder.ts, placeholder.thread_ts,
                             placeholder.asker, placeholder.question, placeholder.surface)
-            await _journaled(self.journal.opened(orphan), placeholder.answer_id)
+            self._opened.append(orphan)
+            self._write()
 
-    async def close(self, channel: str, ts: str) -> None:
+    def close(self, channel: str, ts: str) -> None:
         closed = self._open.pop((channel, ts), None)
         if closed is not None and self.journal is not None:
-            await _journaled(self.journal.closed(closed.answer_id), closed.answer_id)
+            self._closed.append(closed.answer_id)
+            self._write()
 
     def still_open(self) -> list[OpenPlaceholder]:
         return list(self._open.values())
 
+    def _write(self) -> None:
+        """The answer never waits on the shared record (a silent database holds a write for
+        seconds), nor do the acks that share its connection: one background task writes what
+        piled up meanwhile in one transaction, then the next batch, so a close never overtakes
+        its open and 50 questions at once are a few transactions, not a hundred."""
+        if self._writing is None or self._writing.done():
+            self._writing = asyncio.get_running_loop().create_task(self._drain(), name="placeholder-journal")
 
-async def _journaled(write: Awaitable[None], answer_id: str) -> None:
-    """The answer never waits on the shared record: a failed write is one line (the placeholder
-    is then not recovered after a crash, or is ended with a note after its answer)."""
-    try:
-        await write
-    except StateUnavailable as exc:
-        log.warning("placeholder of %s not recorded: %s", answer_id, exc)
+    async def _drain(self) -> None:
+        assert self.journal is not None
+        while self._opened or self._closed:
+            opened, closed = self._opened, self._closed
+            self._opened, self._closed = [], []
+            try:
+                await self.journal.record(opened, closed)
+            except Exception as exc:  # not recovered after a crash, or ended with a note after its answer
+                log.warning("%d placeholder(s) not recorded: %s", len(opened) + len(closed), exc)
+
+    async def flush(self) -> None:
+        """Wait for the journal writes made so far (a shutdown's last closes)."""
+        if self._writing is not None:
+            await self._writing

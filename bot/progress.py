@@ -127,7 +127,7 @@ class Progress:
                 if response is None:
                     return False
                 placeholder.ts = response["ts"]
-                await self.placeholders.open(placeholder)
+                self.placeholders.open(placeholder)
             else:
                 self._edits.take()
                 ts = placeholder.ts

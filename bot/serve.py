@@ -154,5 +154,6 @@ async def note_restarted(bot: DocsBot) -> None:
                 await bot.client.chat_delete(channel=placeholder.channel, ts=placeholder.ts)
             except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
                 log.warning("could not replace or delete a placeholder in %s: %s", placeholder.channel, exc)
-        await answerer.placeholders.close(placeholder.channel, placeholder.ts)
+        answerer.placeholders.close(placeholder.channel, placeholder.ts)
+    await answerer.placeholders.flush()
 

@@ -59,16 +59,28 @@ class PlaceholderJournal:
         self.lease_s = lease_s
         self._clock = clock
 
-    async def opened(self, orphan: Orphan) -> None:
+    async def record(self, opened: list[Orphan], closed: list[str]) -> None:
+        """In one transaction: placeholders posted (`opened`) and ended (`closed`, answer ids: by
+        an answer, a note, or the restart note of a drain). One opened and closed meanwhile is
+        neither."""
+        both = {o.answer_id for o in opened} & set(closed)
+        opened, closed = [o for o in opened if o.answer_id not in both], [a for a in closed if a not in both]
+        if not opened and not closed:
+            return
         async with self.db.begin() as session:
-            await session.execute(insert(OpenPlaceholderRow).values(
-                **vars(orphan), owner=self.owner, state=OPEN, expires_at=self._clock() + self.lease_s))
+            if opened:
+                expires_at = self._clock() + self.lease_s
+                await session.execute(insert(OpenPlaceholderRow), [
+                    {**vars(o), "owner": self.owner, "state": OPEN, "expires_at": expires_at} for o in opened])
+            if closed:
+                await session.execute(delete(OpenPlaceholderRow).where(OpenPlaceholderRow.answer_id.in_(closed),
+                                                                       OpenPlaceholderRow.owner == self.owner))
+
+    async def opened(self, orphan: Orphan) -> None:
+        await self.record([orphan], [])
 
     async def closed(self, answer_id: str) -> None:
-        """The placeholder ended (answer, note, or the restart note of a drain)."""
-        async with self.db.begin() as session:
-            await session.execute(delete(OpenPlaceholderRow).where(OpenPlaceholderRow.answer_id == answer_id,
-                                                                   OpenPlaceholderRow.owner == self.owner))
+        await self.record([], [answer_id])
 
     async def renew(self) -> int:
         """Push back the expiry of every placeholder this process still has open."""
