@@ -36,6 +36,7 @@ from rag import Engine, bulk_threads
 from state.answers import AnswerLog
 from state.db import StateDB
 from state.dedupe import Dedupe
+from state.file_watch import FileWatch
 from state.placeholders import PlaceholderJournal
 from state.ratelimit import RateLimit
 
@@ -107,6 +108,7 @@ def build_bot(
         status=lambda details: status_text(engine.store, state, details),
         run_sync=run_sync,
         recovery=Recovery(client, journal),
+        state_file=FileWatch.of(state),
     )
     access.on_invalid = lambda previous, problem: services.work.spawn(
         tell_admins(client, previous.admins, problem), name="access-file-invalid")

@@ -24,6 +24,7 @@ from bot import blocks, telemetry
 from bot.answering import Answerer, Question
 from bot.notes import Tell
 from state.db import StateUnavailable
+from state.file_watch import FileWatch
 from state.placeholders import Orphan, PlaceholderJournal
 
 log = logging.getLogger(__name__)
@@ -91,12 +92,16 @@ class Recovery:
 
 
 @asynccontextmanager
-async def recovering(recovery: Recovery, every_s: float = SWEEP_EVERY_S) -> AsyncIterator[None]:
-    """Sweep at once and then every `every_s`, in the background, while the body runs."""
+async def recovering(recovery: Recovery, state_file: FileWatch | None = None, every_s: float = SWEEP_EVERY_S
+                     ) -> AsyncIterator[None]:
+    """Sweep at once and then every `every_s`, in the background, while the body runs; first, see
+    that the state file is still there (restored if it was deleted: bot.health reports it too)."""
 
     async def loop() -> None:
         while True:
             try:
+                if state_file is not None:
+                    await state_file.check()
                 if ended := await recovery.sweep():
                     log.info("ended %d placeholder(s) left by a stopped process", ended)
             except StateUnavailable as exc:

@@ -59,7 +59,8 @@ async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str
         loop.add_signal_handler(sig, stop.set)
     try:
         async with (housekeeping(bot.services), scheduled(bot.services, bot.client),  # retention, digest, gauges
-                    recovering(bot.services.recovery) if bot.services.recovery else nullcontext()):
+                    recovering(bot.services.recovery, bot.services.state_file)
+                    if bot.services.recovery else nullcontext()):
             await stop.wait()
     finally:
         if connecting is not None:

@@ -18,6 +18,7 @@ from rag import Engine
 from state.answers import AnswerLog
 from state.db import StateUnavailable
 from state.dedupe import Dedupe
+from state.file_watch import FileWatch
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ class Services:
     status: Callable[[bool], Awaitable[str]]  # `/docs status`; True: with the details admins see
     run_sync: SyncCommand | None = None
     recovery: Recovery | None = None  # ends the placeholders of a process that died (bot.serve runs it)
+    state_file: FileWatch | None = None  # a SQLite state file deleted while in use is restored (readiness)
 
     @property
     def policy(self) -> AccessPolicy:
