@@ -8,13 +8,11 @@ number of replicas exactly one edits it. The button asks the recorded question a
 asker only, at the level the asker and the conversation allow then (`Answerer`)."""
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
@@ -23,6 +21,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import blocks, telemetry
 from bot.answering import Answerer, Question
 from bot.notes import Tell
+from bot.work import every
 from state.db import StateUnavailable
 from state.file_watch import FileWatch
 from state.placeholders import Orphan, PlaceholderJournal
@@ -91,27 +90,18 @@ class Recovery:
         await answerer.answer_in_conversation(Question(orphan.question, user, orphan.channel, orphan.thread_ts), tell)
 
 
-@asynccontextmanager
-async def recovering(recovery: Recovery, state_file: FileWatch | None = None, every_s: float = SWEEP_EVERY_S
-                     ) -> AsyncIterator[None]:
+def recovering(recovery: Recovery, state_file: FileWatch | None = None, every_s: float = SWEEP_EVERY_S
+               ) -> AbstractAsyncContextManager[None]:
     """Sweep at once and then every `every_s`, in the background, while the body runs; first, see
     that the state file is still there (restored if it was deleted: bot.health reports it too)."""
 
-    async def loop() -> None:
-        while True:
-            try:
-                if state_file is not None:
-                    await state_file.check()
-                if ended := await recovery.sweep():
-                    log.info("ended %d placeholder(s) left by a stopped process", ended)
-            except StateUnavailable as exc:
-                log.warning("orphaned placeholders not checked: %s", exc)
-            await asyncio.sleep(every_s)
+    async def step() -> None:
+        try:
+            if state_file is not None:
+                await state_file.check()
+            if ended := await recovery.sweep():
+                log.info("ended %d placeholder(s) left by a stopped process", ended)
+        except StateUnavailable as exc:
+            log.warning("orphaned placeholders not checked: %s", exc)
 
-    task = asyncio.get_running_loop().create_task(loop(), name="recovery")
-    try:
-        yield
-    finally:
-        task.cancel()
-        with suppress(asyncio.CancelledError):
-            await task
+    return every(every_s, step, "recovery")

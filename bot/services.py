@@ -1,10 +1,9 @@
 """What listeners need, attached to every Bolt request's context by one middleware."""
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 from slack_bolt.context.async_context import AsyncBoltContext
@@ -12,7 +11,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from bot.access import AccessFile, AccessPolicy
 from bot.answering import Answerer
 from bot.recovery import Recovery
-from bot.work import BackgroundWork
+from bot.work import BackgroundWork, every
 from docsbot.settings import Settings
 from rag import Engine
 from state.answers import AnswerLog
@@ -83,23 +82,10 @@ class Services:
             log.info("retention: deleted %d expired answers (%d dedupe keys)", answers, keys)
 
 
-@asynccontextmanager
-async def housekeeping(services: Services, every_s: float = HOUSEKEEPING_EVERY_S) -> AsyncIterator[None]:
+def housekeeping(services: Services, every_s: float = HOUSEKEEPING_EVERY_S) -> AbstractAsyncContextManager[None]:
     """Run `services.prune()` at once and then every `every_s`, in the background, while the
     body runs: retention never runs inside a question."""
-
-    async def loop() -> None:
-        while True:
-            await services.prune()
-            await asyncio.sleep(every_s)
-
-    task = asyncio.get_running_loop().create_task(loop(), name="housekeeping")
-    try:
-        yield
-    finally:
-        task.cancel()
-        with suppress(asyncio.CancelledError):
-            await task
+    return every(every_s, services.prune, "housekeeping")
 
 
 def services_of(context: AsyncBoltContext) -> Services:
