@@ -323,6 +323,8 @@ class Settings(BaseSettings):
     # A failed fetch is retried this many times with exponential backoff before the sync fails.
     sync_fetch_retries: int = 3
     sync_retry_backoff_s: float = 2.0
+    # One git command's limit; a fetch's attempts and backoff together (an http(s) remote that
+    # sends nothing for 20 s ends an attempt).
     git_timeout_s: float = 300.0
     # Shared secret of the push webhook (GitHub X-Hub-Signature-256 or GitLab X-Gitlab-Token).
     webhook_secret: SecretStr | None = None
