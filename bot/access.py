@@ -90,8 +90,9 @@ class AccessPolicy:
 class AccessFile:
     """The policy in force, read again when the file changes on disk (checked at most every
     `check_every_s`, on use), so an edit needs no restart. A new file that cannot be used keeps
-    the previous policy in force; `on_invalid(previous, problem)` is called once per bad version
-    (the bot DMs the admins)."""
+    the previous policy in force; a file that is gone fails closed to the defaults (everyone
+    public, no admins) until it is back. Either way `on_invalid(previous, what)` is called once
+    (the bot DMs the previous policy's admins `what` happened)."""
 
     def __init__(self, path: str | Path | None, policy: AccessPolicy | None = None, check_every_s: float = 1.0) -> None:
         self.path = Path(path) if path else None
@@ -128,21 +129,31 @@ class AccessFile:
         if stamp == self._stamp:
             return
         self._stamp = stamp
+        previous = self._policy
         try:
             policy = load_access(self.path)
         except AccessFileError as exc:
-            log.warning("%s: the previous access policy stays in force", exc)
-            if self.on_invalid is not None:
-                self.on_invalid(self._policy, str(exc))
-            return
+            if stamp is not None:  # there, but unusable: a typo must not lock everyone out
+                log.warning("%s: the previous access policy stays in force", exc)
+                self._tell(previous, f"The access file was changed but cannot be used, so the previous policy "
+                                     f"stays in force: {exc}")
+                return
+            policy = AccessPolicy()
+            log.warning("%s: every reader is public and nobody is an admin until it is back", exc)
+            self._tell(previous, f"The access file is gone ({exc}), so I answer everyone from public docs only "
+                                 "and nobody is an admin until it is back.")
         self._policy = policy
         self.version += 1
-        log.warning("access file %s reloaded", self.path)
+        if stamp is not None:
+            log.warning("access file %s reloaded", self.path)
+
+    def _tell(self, previous: AccessPolicy, what: str) -> None:
+        if self.on_invalid is not None:
+            self.on_invalid(previous, what)
 
 
-async def tell_admins(client: AsyncWebClient, admins: frozenset[str], problem: str) -> None:
-    """A DM to each admin that the new access file was not applied, and why."""
-    text = f"The access file was changed but cannot be used, so the previous policy stays in force: {problem}"
+async def tell_admins(client: AsyncWebClient, admins: frozenset[str], text: str) -> None:
+    """A DM to each admin: what happened to the access file, and what is in force now."""
     for admin in sorted(admins):
         try:
             channel = (await client.conversations_open(users=admin))["channel"]["id"]

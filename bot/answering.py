@@ -38,6 +38,7 @@ from bot.surfaces import Surface
 from rag import Answer, Engine, Level, TextSink
 from state.answers import AnswerLog
 from state.db import StateUnavailable
+from state.placeholders import PlaceholderJournal
 from state.ratelimit import RateLimit
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class Answerer:
         rate: RateLimit,
         queue: AnswerQueue,
         stream_replies: bool = True,
+        journal: PlaceholderJournal | None = None,
     ) -> None:
         self.client = client
         self.engine = engine
@@ -87,7 +89,8 @@ class Answerer:
         self.rate = rate
         self.queue = queue
         self.stream_replies = stream_replies
-        self.placeholders = Placeholders()  # posted, not yet ended (bot.serve ends them on shutdown)
+        # posted, not yet ended (bot.serve ends them on shutdown, bot.recovery after a crash)
+        self.placeholders = Placeholders(journal)
         self.lanes = Lanes()  # what Slack said about its rate limits, per bucket
         self.progress = Progress(client, self.lanes, self.placeholders)
 
@@ -123,8 +126,8 @@ class Answerer:
         try:
             if way_in.announce is not None:
                 q = replace(q, thread_ts=await self.post(q.channel, None, way_in.announce))
-            answered = await self._answer_into(Placeholder(q.channel, q.thread_ts, surface), q, asker, audience, tell,
-                                               panel)
+            placeholder = Placeholder(q.channel, q.thread_ts, surface, asker=q.user, question=q.text)
+            answered = await self._answer_into(placeholder, q, asker, audience, tell, panel)
         except NotInChannel:
             if way_in.private is None:
                 raise

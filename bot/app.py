@@ -20,11 +20,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.access import AccessFile, AccessPolicy, tell_admins
 from bot.answering import Answerer
 from bot.directory import Directory
+from bot.http_guard import ConnectionGuard
 from bot.health import Readiness, health_routes, refuse_while_stopping, standard_checks
 from bot.queue import AnswerQueue
 from bot.listeners import register_listeners
 from bot.middleware import attach, drop_malformed, drop_retries
 from bot.ratelimits import CappedRateLimitRetry
+from bot.recovery import LEASE_S, Recovery, owner_id
 from bot.docs_sync import status_text
 from bot.services import Services, SyncCommand
 from bot.telemetry import ObservedWebClient, request_kind, slack_request
@@ -35,6 +37,8 @@ from state.answers import AnswerLog
 from state.audience import AudienceChanges
 from state.db import StateDB
 from state.dedupe import Dedupe
+from state.file_watch import FileWatch
+from state.placeholders import PlaceholderJournal
 from state.ratelimit import RateLimit
 
 log = logging.getLogger(__name__)
@@ -86,11 +90,13 @@ def build_bot(
     app = AsyncApp(client=client, name="docsbot", process_before_response=False, request_verification_enabled=False)
     directory = Directory(client, access, settings.bot_lookup_ttl_s, settings.audience_fresh_s, AudienceChanges(state))
     answer_log = AnswerLog(state, settings.answer_log_days)
+    journal = PlaceholderJournal(state, owner_id(), LEASE_S)
     answerer = Answerer(
         client, engine, directory, answer_log,
         RateLimit(state, settings.bot_user_questions_per_minute),
         AnswerQueue(settings.bot_max_concurrent_answers, settings.queue_max, settings.queue_wait_s),
         stream_replies=settings.llm_stream,
+        journal=journal,
     )
     services = Services(
         settings=settings,
@@ -102,6 +108,8 @@ def build_bot(
         dedupe=Dedupe(state),
         status=lambda details: status_text(engine.store, state, details),
         run_sync=run_sync,
+        recovery=Recovery(client, journal),
+        state_file=FileWatch.of(state),
     )
     access.on_invalid = lambda previous, problem: services.work.spawn(
         tell_admins(client, previous.admins, problem), name="access-file-invalid")
@@ -112,9 +120,11 @@ def build_bot(
     return DocsBot(app, services, secret, list(routes or []), Readiness(standard_checks(services)))
 
 
-def web_app(bot: DocsBot) -> web.Application:
+def web_app(bot: DocsBot, guard: ConnectionGuard | None = None) -> web.Application:
+    """`guard`: the server's connection guard (bot.http_guard), whose middleware bounds the body."""
+    middlewares = [refuse_while_stopping(bot.readiness, EVENTS_PATH)]
     web_application = web.Application(client_max_size=1024**2,
-                                      middlewares=[refuse_while_stopping(bot.readiness, EVENTS_PATH)])
+                                      middlewares=([guard.middleware()] if guard else []) + middlewares)
     web_application.add_routes([
         web.post(EVENTS_PATH, _events_handler(bot)),
         *health_routes(bot),

@@ -24,6 +24,7 @@ FEEDBACK_UP = "feedback_up"
 FEEDBACK_DOWN = "feedback_down"
 FEEDBACK_NATIVE = "feedback_native"  # Slack's feedback_buttons; the value is "up:<answer id>" or "down:…"
 ANSWER_IN_DM = "answer_in_dm"
+ASK_AGAIN = "ask_again"  # on the note that ends a placeholder left by a stopped process; the value is its answer id
 
 ASK_FORM = "docs_ask"
 QUESTION_INPUT = "question"
@@ -210,9 +211,11 @@ def after_text(message: dict[str, Any]) -> list[Block]:
     return blocks[first:]
 
 
-def notice(text: str) -> dict[str, Any]:
-    """A plain message from the bot (help, busy, errors); `text` is ours, not the model's."""
-    return {"text": text, "blocks": [section(piece) for piece in split_text(text)]}
+def notice(text: str, echoes_user: bool = False) -> dict[str, Any]:
+    """A plain message from the bot (help, busy, errors); `text` is ours, not the model's.
+    `echoes_user`: it quotes what someone typed (escaped by the caller), so its blocks are
+    verbatim: a quoted "@here" or "#general" stays text instead of notifying the channel."""
+    return {"text": text, "blocks": [section(piece, verbatim=echoes_user) for piece in split_text(text)]}
 
 
 def home_view(level: str, examples: list[str], usage: str, status: str, pending_reviews: int | None) -> dict[str, Any]:
@@ -238,6 +241,14 @@ def dm_offer(answer_id: str, reason: str) -> dict[str, Any]:
         section(text),
         {"type": "actions", "block_id": "dm_offer",
          "elements": [button("Answer me in a DM", ANSWER_IN_DM, answer_id, style="primary")]},
+    ]}
+
+
+def orphaned(text: str, answer_id: str) -> dict[str, Any]:
+    """A placeholder whose process stopped before answering: `text` and a button to ask again."""
+    return {"text": text, "blocks": [
+        section(text),
+        {"type": "actions", "block_id": "ask_again", "elements": [button("Ask again", ASK_AGAIN, answer_id)]},
     ]}
 
 

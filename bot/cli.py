@@ -124,7 +124,7 @@ def serve_slack(settings: Settings, engine: Engine, with_worker: bool) -> int:
         async with sync_side(settings, engine, with_worker) as side:
             bot = build_bot(settings, engine, side.db, run_sync=side.command,
                             routes=webhook_routes(settings, side.requests))
-            await serve(bot, settings.port, app_token, drain_s=settings.drain_s)
+            await serve(bot, settings.port, app_token, settings.host, settings.drain_s, settings.http_max_connections)
 
     asyncio.run(main())
     return 0

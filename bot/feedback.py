@@ -86,4 +86,5 @@ def ask_why(answer_id: str) -> dict[str, Any]:
 def summary(text: str) -> dict[str, Any]:
     """The candidates summary of `/docs feedback` (user text escaped, in a code block)."""
     body = truncate(escape(text), SUMMARY_MAX_CHARS)
-    return notice(f"*Thumbs-down answers to review* (full list: `python -m eval candidates`)\n```{body}```")
+    return notice(f"*Thumbs-down answers to review* (full list: `python -m eval candidates`)\n```{body}```",
+                  echoes_user=True)

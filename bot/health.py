@@ -106,10 +106,13 @@ async def state_status(services: Services) -> str | None:
 
 
 def standard_checks(services: Services) -> dict[str, Check]:
-    return {
+    checks: dict[str, Check] = {
         "index": lambda: asyncio.to_thread(index_status, services.engine),
         "state": Degrading(lambda: state_status(services)),
     }
+    if services.state_file is not None:  # deleted while in use: restored, or not ready
+        checks["state_file"] = services.state_file.check
+    return checks
 
 
 def health_routes(bot: DocsBot) -> list[web.RouteDef]:

@@ -13,6 +13,7 @@ import json
 import logging
 import signal
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import aiohttp
@@ -24,6 +25,8 @@ from slack_sdk.errors import SlackApiError
 from bot import blocks, telemetry
 from bot.app import DocsBot, web_app
 from bot.digest import scheduled
+from bot.http_guard import HEAD_TIMEOUT_S, ConnectionGuard, listen, quiet_connection_errors
+from bot.recovery import recovering
 from bot.services import housekeeping
 from bot.socket_mode import keep_connecting, sdk_logger
 from docsbot.observability.tracing import shutdown_tracing, span
@@ -37,11 +40,13 @@ WARMING_UP = "warming up the Slack request path"
 
 
 async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str = "0.0.0.0",
-                drain_s: float = 20.0) -> None:
-    """Run until SIGINT/SIGTERM, then drain (see the module docstring)."""
-    runner = web.AppRunner(web_app(bot), access_log=None)
+                drain_s: float = 20.0, max_connections: int = 512) -> None:
+    """Run until SIGINT/SIGTERM, then drain (see the module docstring); HTTP behind bot.http_guard."""
+    guard = ConnectionGuard(max_connections)
+    quiet_connection_errors()
+    runner = web.AppRunner(web_app(bot, guard), access_log=None, keepalive_timeout=HEAD_TIMEOUT_S)
     await runner.setup()
-    await web.TCPSite(runner, host, port).start()
+    listening = await listen(runner, guard, host, port)
     await verify_slack_auth(bot)
     socket_mode = ObservedSocketMode(bot.app, app_token, logger=sdk_logger()) if app_token else None
     connecting = asyncio.create_task(keep_connecting(socket_mode)) if socket_mode is not None else None
@@ -53,12 +58,15 @@ async def serve(bot: DocsBot, port: int, app_token: str | None = None, host: str
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        async with housekeeping(bot.services), scheduled(bot.services, bot.client):  # retention, digest, gauges
+        async with (housekeeping(bot.services), scheduled(bot.services, bot.client),  # retention, digest, gauges
+                    recovering(bot.services.recovery, bot.services.state_file)
+                    if bot.services.recovery else nullcontext()):
             await stop.wait()
     finally:
         if connecting is not None:
             connecting.cancel()
         await drain(bot, socket_mode, drain_s)
+        listening.close()
         await runner.cleanup()
         await telemetry.close_client(bot.client)
         await bot.services.engine.aclose()
@@ -148,4 +156,5 @@ async def note_restarted(bot: DocsBot) -> None:
             except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
                 log.warning("could not replace or delete a placeholder in %s: %s", placeholder.channel, exc)
         answerer.placeholders.close(placeholder.channel, placeholder.ts)
+    await answerer.placeholders.flush()
 

@@ -1,22 +1,23 @@
 """What listeners need, attached to every Bolt request's context by one middleware."""
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.access import AccessFile, AccessPolicy
 from bot.answering import Answerer
-from bot.work import BackgroundWork
+from bot.recovery import Recovery
+from bot.work import BackgroundWork, every
 from docsbot.settings import Settings
 from rag import Engine
 from state.answers import AnswerLog
 from state.db import StateUnavailable
 from state.dedupe import Dedupe
+from state.file_watch import FileWatch
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,8 @@ class Services:
     dedupe: Dedupe
     status: Callable[[bool], Awaitable[str]]  # `/docs status`; True: with the details admins see
     run_sync: SyncCommand | None = None
+    recovery: Recovery | None = None  # ends the placeholders of a process that died (bot.serve runs it)
+    state_file: FileWatch | None = None  # a SQLite state file deleted while in use is restored (readiness)
 
     @property
     def policy(self) -> AccessPolicy:
@@ -70,6 +73,8 @@ class Services:
         """Delete expired answers (keeping unreviewed 👎) and expired dedupe keys."""
         try:
             answers, keys = await self.answer_log.prune(), await self.dedupe.prune()
+            if self.recovery is not None:
+                await self.recovery.journal.prune()
         except StateUnavailable as exc:
             log.warning("retention skipped this time: %s", exc)
             return
@@ -77,23 +82,10 @@ class Services:
             log.info("retention: deleted %d expired answers (%d dedupe keys)", answers, keys)
 
 
-@asynccontextmanager
-async def housekeeping(services: Services, every_s: float = HOUSEKEEPING_EVERY_S) -> AsyncIterator[None]:
+def housekeeping(services: Services, every_s: float = HOUSEKEEPING_EVERY_S) -> AbstractAsyncContextManager[None]:
     """Run `services.prune()` at once and then every `every_s`, in the background, while the
     body runs: retention never runs inside a question."""
-
-    async def loop() -> None:
-        while True:
-            await services.prune()
-            await asyncio.sleep(every_s)
-
-    task = asyncio.get_running_loop().create_task(loop(), name="housekeeping")
-    try:
-        yield
-    finally:
-        task.cancel()
-        with suppress(asyncio.CancelledError):
-            await task
+    return every(every_s, services.prune, "housekeeping")
 
 
 def services_of(context: AsyncBoltContext) -> Services:

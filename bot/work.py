@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -43,3 +44,21 @@ class BackgroundWork:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=timeout_s)
+
+
+@asynccontextmanager
+async def every(every_s: float, step: Callable[[], Awaitable[object]], name: str) -> AsyncIterator[None]:
+    """Run `step` at once and then every `every_s`, in the background, while the body runs."""
+
+    async def loop() -> None:
+        while True:
+            await step()
+            await asyncio.sleep(every_s)
+
+    task = asyncio.get_running_loop().create_task(loop(), name=name)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task

@@ -50,6 +50,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "context_budget_chars": (100, 10_000_000),
     "ann_min_rows": (1, 1_000_000_000),
     "port": (1, 65_535),
+    "http_max_connections": (1, 1_000_000),
     "bot_lookup_ttl_s": (0.001, 30 * DAY_S),
     "audience_fresh_s": (0, 30 * DAY_S),
     "bot_user_questions_per_minute": (1, 100_000),
@@ -288,6 +289,10 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
     slack_api_url: str = Field(default="https://slack.com/api/", validation_alias=_env("SLACK_API_URL"))
     port: int = Field(default=3000, validation_alias=_env("PORT"))
+    # The address `docsbot serve` listens on (127.0.0.1: this host only), and how many HTTP
+    # connections it holds at once (over it, the longest idle one is closed; bot/http_guard.py).
+    host: str = "0.0.0.0"
+    http_max_connections: int = 512
     # TOML file mapping users, groups, email domains and channels to levels (see bot/access.py).
     access_file: str = ""
     # How long user levels, group members and channel audiences are cached.
@@ -326,6 +331,8 @@ class Settings(BaseSettings):
     # A failed fetch is retried this many times with exponential backoff before the sync fails.
     sync_fetch_retries: int = 3
     sync_retry_backoff_s: float = 2.0
+    # One git command's limit; a fetch's attempts and backoff together (an http(s) remote that
+    # sends nothing for 20 s ends an attempt).
     git_timeout_s: float = 300.0
     # Shared secret of the push webhook (GitHub X-Hub-Signature-256 or GitLab X-Gitlab-Token).
     webhook_secret: SecretStr | None = None

@@ -28,7 +28,7 @@ from rag.indexer import IndexStats, Provenance, apply_documents
 from rag.levels import Level
 from rag.owners import Ownership, front_matter_of
 from rag.store.mirror import open_index
-from rag.prompt import Source, select_sources
+from rag.prompt import Source, select_sources, without_bidi
 from rag.sourcing import span_sources
 from rag.rerank import Reranker, make_reranker
 from rag.retrieval import Candidate, Languages, Mode, Retrieval, languages_for, retrieve
@@ -316,8 +316,8 @@ def _citation(n: int, c: Candidate, review_days: int) -> Citation:
     return Citation(
         n=n,
         doc_path=row["doc_path"],
-        title=row["title"],
-        section=row["section"],
+        title=without_bidi(row["title"]),
+        section=without_bidi(row["section"]),
         version=row["version"],
         commit=row["commit"],
         commit_date=row["commit_date"],

@@ -25,7 +25,7 @@ from psycopg.abc import RV, PQGen
 from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, ProgrammingError
+from sqlalchemy.exc import ArgumentError, IntegrityError, InterfaceError, OperationalError, ProgrammingError
 from sqlalchemy.exc import TimeoutError as PoolTimeout  # not the builtin TimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from tenacity import (retry, retry_if_exception, retry_if_exception_type, stop_after_attempt, stop_after_delay,
@@ -80,11 +80,21 @@ class StateUnavailable(RuntimeError):
 
 def redacted(url: str) -> str:
     """The URL with its password hidden, for messages."""
-    return make_url(url).render_as_string(hide_password=True)
+    return _parsed(url).render_as_string(hide_password=True)
+
+
+def _parsed(url: str) -> URL:
+    """The URL, or one line saying it is none (an empty DOCSBOT_DATABASE_URL was a traceback)."""
+    try:
+        return make_url(url)
+    except ArgumentError:
+        what = "is empty" if not url.strip() else "is not a database URL"
+        raise StateConfigError(f"DOCSBOT_DATABASE_URL {what}: use postgresql://user:password@host/db or "
+                               "sqlite:///path/state.db, or unset it for a SQLite file beside the index") from None
 
 
 def _driver_url(url: str, *, is_async: bool) -> URL:
-    parsed = make_url(url)
+    parsed = _parsed(url)
     backend = parsed.get_backend_name()
     if backend == "postgresql":
         return parsed.set(drivername="postgresql+psycopg")

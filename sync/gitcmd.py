@@ -25,6 +25,12 @@ def redact(text: str) -> str:
 
 
 _ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+# A remote that accepts the connection and then sends nothing (a hung server, a proxy that black-
+# holes): git waits on it for as long as the command's timeout allows. Over http(s), a transfer
+# that moves no byte for STALL_S ends ("Operation too slow"). Over ssh the fetch's own deadline
+# bounds it (sync/workcopy.py): ssh options are the operator's (core.sshCommand, ~/.ssh/config).
+STALL_S = 20
+_STALLS = ("-c", "http.lowSpeedLimit=1", "-c", f"http.lowSpeedTime={STALL_S}")
 # git asks this credential helper (a shell function, set through GIT_CONFIG_* variables) for the
 # user name and token, which it reads from the two variables below: they are in the environment
 # of git alone, never in a command line that every local user can read in /proc/<pid>/cmdline.
@@ -51,7 +57,7 @@ def without_credentials(url: str) -> tuple[str, dict[str, str]]:
 def git(cwd: Path, *args: str, timeout: float = 300, env: Mapping[str, str] | None = None) -> str:
     try:
         done = subprocess.run(
-            ["git", "-c", "core.quotePath=false", *args],
+            ["git", "-c", "core.quotePath=false", *_STALLS, *args],
             cwd=cwd,
             capture_output=True,
             encoding="utf-8",
@@ -86,7 +92,7 @@ def git_records(cwd: Path, *args: str) -> Generator[str, None, None]:
     with tempfile.TemporaryFile() as errors:
         try:
             proc = subprocess.Popen(
-                ["git", "-c", "core.quotePath=false", *args], cwd=cwd, stdout=subprocess.PIPE,
+                ["git", "-c", "core.quotePath=false", *_STALLS, *args], cwd=cwd, stdout=subprocess.PIPE,
                 stderr=errors, env={**os.environ, **_ENV},
             )
         except FileNotFoundError:

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from tenacity import (RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay,
+                      wait_exponential)
 
 from rag import too_long
 from sync.config import SyncConfig
@@ -70,22 +72,25 @@ class WorkCopy:
         )
 
     def fetch(self) -> str:
-        """Fetch the branch (retrying with exponential backoff) and return its head commit."""
+        """Fetch the branch (retrying with exponential backoff) and return its head commit. The
+        attempts together, backoff included, take at most `timeout` (a silent remote held a sync
+        for 4 x 300 s before): each gets what is left of it."""
         if not (self.path / ".git").is_dir():
             self.path.mkdir(parents=True, exist_ok=True)
             git(self.path, "init", "--quiet")
         source = f"refs/heads/{self.branch}" if self.branch else "HEAD"
         url, credentials = without_credentials(self.url)
+        deadline = time.monotonic() + self.timeout
         for attempt in Retrying(
             retry=retry_if_exception_type(GitError),
-            stop=stop_after_attempt(self.retries + 1),
+            stop=stop_after_attempt(self.retries + 1) | stop_after_delay(self.timeout),
             wait=wait_exponential(multiplier=self.backoff_s),  # backoff_s, then twice as long each time
             before_sleep=self._log_retry,
             reraise=True,
         ):
             with attempt:
                 git(self.path, "fetch", "--quiet", "--no-tags", "--force", url, f"+{source}:{FETCHED_REF}",
-                    timeout=self.timeout, env=credentials)
+                    timeout=max(1.0, deadline - time.monotonic()), env=credentials)
         return git(self.path, "rev-parse", f"{FETCHED_REF}^{{commit}}").strip()
 
     def _log_retry(self, retry_state: RetryCallState) -> None:

@@ -157,6 +157,17 @@ async def test_an_over_long_question_is_told_the_limit_and_any_echo_fits_slack(l
     assert all(call.ok for call in local.standin.calls if call.method == "chat.postMessage")
 
 
+async def test_the_echo_of_a_command_notifies_nobody(local: LocalSlack) -> None:
+    """`/docs @here @channel <!channel> #general …`: every block quoting it is verbatim (Slack does
+    not turn a quoted @here into a mention) and Slack's own syntax in it is escaped."""
+    await local.slack.command(demo.BOB, demo.GENERAL, "@here @channel <!channel> #general how do I set up the VPN?")
+    await local.settle()
+    echo = posted(local)[0]
+    assert echo["text"] == f"<@{demo.BOB}> asked: @here @channel &lt;!channel&gt; #general how do I set up the VPN?"
+    texts = [block["text"] for block in echo["blocks"] if block["type"] == "section"]
+    assert texts and all(text.get("verbatim") is True for text in texts), texts
+
+
 def asked(*replicas: LocalSlack) -> list[dict[str, Any]]:
     """The "<@user> asked: …" messages the replicas posted."""
     return [p for replica in replicas for p in posted(replica) if "asked:" in p["text"]]

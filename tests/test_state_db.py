@@ -11,6 +11,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from docsbot.errors import UserError
+from eval.bench_acks import free_port
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from docsbot.wiring import database_url
@@ -77,6 +78,19 @@ def test_an_unreachable_server_is_one_line_without_the_password(tmp_path: Path) 
     assert done.stderr.startswith(
         "docsbot: error: state database postgresql://bot:***@127.0.0.1:9/state is unavailable")
     assert len(done.stderr.strip().splitlines()) == 1 and "hunter2" not in done.stderr
+
+
+@pytest.mark.parametrize("url", ["", "  ", "not a url"])
+def test_an_empty_or_malformed_database_url_ends_serve_in_one_line(tmp_path: Path, url: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCSBOT_", "SLACK_"))}
+    env |= {"PYTHONPATH": str(REPO), "DOCSBOT_DATA_DIR": str(tmp_path / "idx"), "DOCSBOT_DATABASE_URL": url,
+            "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": "secret", "SLACK_API_URL": "http://127.0.0.1:9/",
+            "PORT": str(free_port())}
+    done = subprocess.run([sys.executable, "-m", "docsbot.cli", "serve"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.startswith("docsbot: error: DOCSBOT_DATABASE_URL is "), done.stderr[-2000:]
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
 
 
 async def test_an_unreachable_server_raises_state_unavailable_at_open_and_in_a_transaction() -> None:

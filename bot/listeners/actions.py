@@ -1,6 +1,6 @@
-"""Buttons: "Answer me in a DM" (the private offer), and Slack's native feedback buttons (handed
-to the same vote handling as our own 👍/👎 buttons in listeners/feedback.py, which keep working on
-messages posted before)."""
+"""Buttons: "Answer me in a DM" (the private offer), "Ask again" (on a placeholder a stopped process
+left), and Slack's native feedback buttons (handed to the same vote handling as our own 👍/👎
+buttons in listeners/feedback.py, which keep working on messages posted before)."""
 from __future__ import annotations
 
 from typing import Any
@@ -20,6 +20,7 @@ from bot.services import services_of
 def register(app: AsyncApp) -> None:
     app.action(blocks.ANSWER_IN_DM)(answer_in_dm)
     app.action(blocks.FEEDBACK_NATIVE)(native_feedback)
+    app.action(blocks.ASK_AGAIN)(ask_again)
 
 
 async def native_feedback(
@@ -44,3 +45,15 @@ async def answer_in_dm(
 
     services = services_of(context)
     services.work.spawn(answer(), name="dm-offer")
+
+
+async def ask_again(
+    ack: AsyncAck, action: dict[str, Any], body: dict[str, Any], respond: AsyncRespond, context: AsyncBoltContext
+) -> None:
+    """The button on a placeholder a stopped process left: its question, asked again by its asker."""
+    await ack()
+    services = services_of(context)
+    if services.recovery is None:
+        return
+    services.work.spawn(services.recovery.ask_again(services.answerer, body["user"]["id"], str(action.get("value", "")),
+                                                    by_response_url(respond).tell), name="ask-again")

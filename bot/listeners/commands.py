@@ -96,7 +96,7 @@ async def ask_in_channel(
     services: Services, text: str, user: str, channel: str, tell: Tell, private: Reply, team: str = ""
 ) -> None:
     """Post "<@user> asked: …" in the channel and answer in its thread."""
-    announce = blocks.notice(f"<@{user}> asked: {blocks.escape_within(text, ECHO_LIMIT)}")
+    announce = blocks.notice(f"<@{user}> asked: {blocks.escape_within(text, ECHO_LIMIT)}", echoes_user=True)
     q = Question(text, user, channel, None, team=team)
     await services.answerer.answer_in_conversation(q, tell, surfaces.command(announce, private))
 

@@ -73,6 +73,7 @@ async def local_slack(
     finally:
         try:
             await bot.services.work.idle(30)
+            await bot.services.answerer.placeholders.flush()
         finally:
             await session.close()
             await close_client(bot.client)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,6 +28,7 @@ class Served:
     model: OpenAIStandIn
     slack: SlackDeliveries
     base_url: str
+    port: int
     stderr: list[str] = field(default_factory=list)
 
     async def get(self, path: str) -> int:
@@ -51,23 +53,41 @@ async def _collect(stream: asyncio.StreamReader, lines: list[str]) -> None:
 
 
 @asynccontextmanager
-async def served(data_dir: str, model_delay_s: float = 0.0, **env: str) -> AsyncIterator[Served]:
+async def served(data_dir: str, model_delay_s: float = 0.0, open_files: int | None = None, **env: str
+                 ) -> AsyncIterator[Served]:
     """`docsbot serve` on a free port, ready (`/readyz` 200) when this yields; killed afterwards."""
     model = OpenAIStandIn().start()
     model.reply = lambda messages: "Use the VPN portal [1]."
     model.delay_s = model_delay_s
     standin = await SlackStandIn(demo.demo_workspace(), demo.TOKEN).start()
+    try:
+        async with served_with(data_dir, standin, model, open_files, **env) as bot:
+            yield bot
+    finally:
+        await standin.stop()
+        model.stop()
+
+
+@asynccontextmanager
+async def served_with(data_dir: str, standin: SlackStandIn, model: OpenAIStandIn, open_files: int | None = None,
+                      **env: str) -> AsyncIterator[Served]:
+    """`served` against stand-ins the caller keeps (a second process, a restart, sees the first's
+    messages and requests); `open_files`: the process's limit (`ulimit -n`)."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     environment = {**os.environ, **serve_env(standin, model, port, data_dir),
                    "DOCSBOT_BOT_USER_QUESTIONS_PER_MINUTE": "100", "DOCSBOT_LLM_ATTEMPT_TIMEOUT_S": "30", **env}
+    def limit() -> None:
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
     process = await asyncio.create_subprocess_exec(sys.executable, "-m", "docsbot.cli", "serve", cwd=REPO,
-                                                   env=environment, stderr=asyncio.subprocess.PIPE)
+                                                   env=environment, stderr=asyncio.subprocess.PIPE, preexec_fn=limit)
     session = aiohttp.ClientSession()
     ws = standin.workspace
     slack = SlackDeliveries(session, base_url + EVENTS_PATH, demo.SIGNING_SECRET, ws.team_id, ws.bot_user_id,
                             standin.response_url)
-    bot = Served(process, standin, model, slack, base_url)
+    bot = Served(process, standin, model, slack, base_url, port)
     reader = asyncio.create_task(_collect(process.stderr, bot.stderr))  # type: ignore[arg-type]
     try:
         async with asyncio.timeout(60):
@@ -86,5 +106,3 @@ async def served(data_dir: str, model_delay_s: float = 0.0, **env: str) -> Async
             await process.wait()
         await reader
         await session.close()
-        await standin.stop()
-        model.stop()
