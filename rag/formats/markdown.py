@@ -26,7 +26,9 @@ from rag.formats.anchors import Anchors, explicit_id
 from rag.formats.dialect import Dialect
 from rag.formats.docusaurus import DOCUSAURUS
 from rag.formats.hugo import HUGO
+from rag.formats.liquid import LIQUID
 from rag.formats.mkdocs import MKDOCS
+from rag.formats.vitepress import VITEPRESS
 from rag.formats.model import Block, Format, Parsed, ReadFile, Section, Source, admonition_block
 from rag.spans import resolve_links
 
@@ -34,7 +36,8 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.tree import SyntaxTreeNode
 
-DIALECT: Dialect = MKDOCS + DOCUSAURUS + HUGO  # MkDocs' `::: module` rule must come before Docusaurus' `:::`
+# MkDocs' `::: module` rule must come before Docusaurus' `:::`; Hugo's `{{% x %}}` goes before Liquid's `{% x %}`
+DIALECT: Dialect = MKDOCS + DOCUSAURUS + HUGO + LIQUID + VITEPRESS
 _MAX_DEPTH = 4  # nested includes, and HTML blocks read again as Markdown
 _INCLUDED_MAX = 2_000_000  # characters all of a file's includes may add (a snippet used a thousand times)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?^(?:---|\.\.\.)[ \t]*$\n?", re.S | re.M)
