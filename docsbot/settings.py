@@ -179,7 +179,7 @@ class Settings(BaseSettings):
     # the docs folder's mkdocs.yml, docusaurus.config.*, conf.py, antora.yml, Hugo or Nextra config).
     site_url: str = ""
     site_layout: Literal["auto", "mkdocs", "docusaurus", "nextra", "sphinx", "sphinx-dirhtml", "antora",
-                         "antora-indexify", "hugo"] = "auto"
+                         "antora-indexify", "hugo", "middleman", "jekyll", "vitepress", "gitbook"] = "auto"
 
     @field_validator("default_level", mode="before")
     @classmethod

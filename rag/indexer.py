@@ -78,7 +78,7 @@ def site_page(links: LinkConfig, doc: Document, anchor: str) -> str:
 def _site_page(links: LinkConfig, path: str, content_hash: str) -> str:
     """One page URL per document version (its chunks share it; the hash keys a changed slug)."""
     info = site_for(links.site_layout, links.site_root)
-    routed = links.site_root and info.layout in ("docusaurus", "hugo")  # the layouts a front matter moves
+    routed = links.site_root and info.layout in ("docusaurus", "hugo", "jekyll")  # the layouts a front matter moves
     front = routing_front_matter(Path(links.site_root), path) if routed else {}
     return page_url(info.layout, links.site_url, path, front, "", info)
 

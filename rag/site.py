@@ -34,8 +34,12 @@ def site_for(layout: str, docs_root: str) -> SiteInfo:
     found = detect_site(Path(docs_root), None if layout == "auto" else layout)
     if layout == "auto" and not found.layout:
         log.warning("no docs site generator recognised at %s: citations link to the commit only "
-                    "(set DOCSBOT_SITE_LAYOUT)", docs_root)
-    return found if layout == "auto" or found.layout else default_site(layout, (Path(docs_root) / "content").is_dir())
+                    "(set DOCSBOT_SITE_LAYOUT or DOCSBOT_SITE_URL_TEMPLATE)", docs_root)
+    elif layout == "auto":
+        log.info("docs site generator: %s, recognised from %s", found.layout, found.config or "its docs")
+    root = Path(docs_root)
+    return found if layout == "auto" or found.layout else default_site(layout, (root / "content").is_dir(),
+                                                                       (root / "source").is_dir())
 
 
 _FRONT = re.compile(r"\A(?:---[ \t]*\r?\n(.*?)\r?\n---|\+\+\+[ \t]*\r?\n(.*?)\r?\n\+\+\+)[ \t]*(?:\r?\n|\Z)", re.S)
