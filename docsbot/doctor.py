@@ -289,12 +289,13 @@ EXTRA_CHECKS: list[Check] = []
 
 
 def run_checks(settings: Settings) -> list[Finding]:
+    from docsbot.doctor_files import unindexed_checks
     from docsbot.doctor_site import site_checks
 
     embedding, embedder = embedding_check(settings)
     findings = [*slack_checks(settings), *llm_checks(settings), embedding, *index_checks(settings, embedder),
-                *site_checks(settings), *sample_docs_check(settings), *access_check(settings),
-                *webhook_check(settings)]
+                *unindexed_checks(settings), *site_checks(settings), *sample_docs_check(settings),
+                *access_check(settings), *webhook_check(settings)]
     for check in EXTRA_CHECKS:
         findings += check(settings)
     return findings

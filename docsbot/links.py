@@ -51,10 +51,10 @@ def site_of(settings: Settings) -> tuple[str, str, str]:
     with another DIR than DOCSBOT_DOCS_DIR: name the layout). No site URL: no root."""
     if not settings.site_url:
         return "", settings.site_layout, ""
-    return settings.site_url, settings.site_layout, _docs_root(settings)
+    return settings.site_url, settings.site_layout, docs_root(settings)
 
 
-def _docs_root(settings: Settings) -> str:
+def docs_root(settings: Settings) -> str:
     """DOCSBOT_DOCS_DIR without a repository; a repository's docs folder as the sync checks it out
     (sync/workcopy.py: `<work dir>/repo`, the work dir defaulting to `<data dir>/sync`), or the
     folder itself when DOCSBOT_REPO is a local folder outside git; "" when that cannot be known."""

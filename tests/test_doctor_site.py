@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from docsbot.doctor_files import unindexed_checks
 from docsbot.doctor_site import site_checks
 from tests.support.settings import make_settings
 
@@ -85,3 +86,22 @@ def test_no_generator_recognised_is_a_warning(tmp_path: Path):
     (root / "a.md").write_text("# A\n")
     [finding] = site_checks(make_settings(tmp_path / "data", docs_dir=str(root), site_url="https://x.example/"))
     assert finding.status == "warning" and "no docs site generator recognised" in finding.detail
+
+
+def test_every_file_not_indexed_is_counted_by_reason(tmp_path: Path):
+    root = tree(tmp_path)
+    (root / "source" / "partials").mkdir()
+    (root / "source" / "partials" / "_banner.html.erb").write_text("<p>Banner</p>\n")
+    (root / "source" / "notes.rst").write_text("Notes\n=====\n")
+    (root / "Gemfile").write_text("gem 'middleman'\n")
+    [finding] = unindexed_checks(make_settings(tmp_path / "data", docs_dir=str(root), include=["**/*.md.erb"]))
+    assert finding.status == "warning" and finding.detail == (
+        "1 file: no format docsbot reads (.yml) (e.g. config/tech-docs.yml); "
+        "1 file: no format docsbot reads (no suffix) (e.g. Gemfile); "
+        "1 file: pages of a format docsbot reads, left out by DOCSBOT_INCLUDE/DOCSBOT_EXCLUDE: add their globs "
+        "(e.g. source/notes.rst); "
+        "1 file: partials and layouts, no page of their own: read where a page includes them "
+        "(e.g. source/partials/_banner.html.erb)")
+    (root / "source" / "notes.rst").unlink()
+    [finding] = unindexed_checks(make_settings(tmp_path / "data", docs_dir=str(root), include=["**/*.md.erb"]))
+    assert finding.status == "ok" and finding.detail.startswith("1 file: no format docsbot reads (.yml)")
