@@ -42,14 +42,16 @@ def site_checks(settings: Settings) -> list[Finding]:
     detected = detect_site(Path(root)).layout
     better = f"set DOCSBOT_SITE_LAYOUT={detected}" if detected and detected != info.layout else (
         "set DOCSBOT_SITE_LAYOUT to the generator that builds the site, or DOCSBOT_SITE_URL_TEMPLATE")
-    if not info.layout:
+    templated = "{path}" in site_url  # DOCSBOT_SITE_URL_TEMPLATE: the rule stated outright
+    if not info.layout and not templated:
         return [Finding(_CHECK, "warning", f"no docs site generator recognised under {root}: citations link to "
                         "the commit only", better)]
     files, _ = scan_folder(Path(root), settings.include, settings.exclude)
     urls = {rel: page_url(info.layout, site_url, rel, routing_front_matter(Path(root), rel), "", info)
             for rel in files}
     pages = {rel: url for rel, url in urls.items() if url}
-    found_in = f" (recognised from {info.config})" if info.config else ""
+    found_in = (" (DOCSBOT_SITE_URL_TEMPLATE)" if templated
+                else f" (recognised from {info.config})" if info.config else "")
     if not pages:
         return [Finding(_CHECK, "warning", f"none of the {len(files)} documents is a page of a {info.layout} "
                         f"site{found_in}: citations link to the commit only", better)]
@@ -59,7 +61,7 @@ def site_checks(settings: Settings) -> list[Finding]:
     if wrong:
         return [Finding(_CHECK, "warning", f"{len(wrong)} of {len(pages)} page links are paths no site publishes, "
                         f"e.g. {wrong[0]}", better)]
-    detail = f"{len(pages)} of {len(files)} documents link to {info.layout} pages{found_in}"
+    detail = f"{len(pages)} of {len(files)} documents link to {info.layout or 'site'} pages{found_in}"
     return [_opened(list(pages.values()), detail)]
 
 

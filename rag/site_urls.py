@@ -36,7 +36,8 @@ documented rules:
   root; when SUMMARY.md was read, only the pages it lists (SUMMARY.md itself is none).
 
 A file that is no page of the site (outside the generator's source folder, a partial, another
-extension) gets no URL (""): its citation keeps the commit permalink only.
+extension) gets no URL (""): its citation keeps the commit permalink only. A base URL holding
+`{path}` is DOCSBOT_SITE_URL_TEMPLATE, the rule stated outright: it is filled in whatever the layout.
 """
 from __future__ import annotations
 
@@ -83,6 +84,8 @@ def page_url(
     """The published page of the docs-root-relative `rel_path` (with `#anchor` when given), or ""
     when there is no base URL, no such layout or the file is no page of the site."""
     router = _ROUTERS.get(layout)
+    if "{path}" in base:
+        return _templated(base, rel_path, anchor, site_info or SiteInfo())
     if not base or router is None:
         return ""
     info = site_info or default_site(layout, rel_path.startswith("content/"), rel_path.startswith("source/"))
@@ -94,6 +97,22 @@ def page_url(
         return ""
     url = base.rstrip("/") + "/" + quote(_component_prefix(layout, base, info) + route, safe="/")
     return f"{url}#{anchor}" if anchor else url
+
+
+_SOURCE_SUFFIXES = (".erb", ".md", ".markdown", ".mdx", ".rst", ".adoc", ".asciidoc", ".txt", ".html")
+
+
+def _templated(template: str, rel_path: str, anchor: str, info: SiteInfo) -> str:
+    """DOCSBOT_SITE_URL_TEMPLATE filled in: {path} the path below the source folder without its
+    source and template extensions (`source/x/y.html.md.erb` -> `x/y`), {anchor} the anchor (a
+    `#` left with nothing after it is dropped)."""
+    path = _source_path(rel_path, info)
+    if path is None:
+        return ""
+    while (suffix := PurePosixPath(path).suffix.lower()) in _SOURCE_SUFFIXES and suffix:
+        path = path[: -len(suffix)]
+    url = template.format(path=quote(path, safe="/"), anchor=quote(anchor, safe=""))
+    return url[:-1] if url.endswith("#") else url
 
 
 def _routing(front_matter: Mapping[str, object] | None) -> dict[str, str]:

@@ -97,3 +97,27 @@ def test_the_rules_on_paths(layout: str, rel: str, front: dict[str, str], info: 
                             expected: str | None) -> None:
     url = page_url(layout, "https://docs.example.com/", rel, front, "", info)
     assert url == ("" if expected is None else "https://docs.example.com/" + expected)
+
+
+@pytest.mark.parametrize("rel, anchor, info, expected", [
+    ("source/x/y.html.md.erb", "setup", SiteInfo(source="source"), "https://docs.example.com/x/y.html#setup"),
+    ("x/y.md", "", SiteInfo(), "https://docs.example.com/x/y.html"),  # no anchor: no `#`
+    ("guide/Read Me.rst", "a b", SiteInfo(), "https://docs.example.com/guide/Read%20Me.html#a%20b"),
+    ("notes.md", "", SiteInfo(source="source"), None),  # outside the source folder
+])
+def test_the_url_template_states_the_rule_when_no_generator_is_recognised(rel: str, anchor: str, info: SiteInfo,
+                                                                           expected: str | None) -> None:
+    url = page_url("", "https://docs.example.com/{path}.html#{anchor}", rel, {}, anchor, info)
+    assert url == (expected or "")
+
+
+def test_the_url_template_setting_is_checked_and_wins_over_the_site_url(tmp_path: Path) -> None:
+    from docsbot.links import site_of
+    from tests.support.settings import make_settings
+
+    settings = make_settings(tmp_path, site_url="https://a.example/",
+                             site_url_template="https://docs.example.com/{path}.html#{anchor}")
+    assert site_of(settings)[0] == "https://docs.example.com/{path}.html#{anchor}"
+    for bad in ("https://docs.example.com/page.html", "docs.example.com/{path}", "https://x/{path}{version}"):
+        with pytest.raises(ValueError, match="must be an http"):
+            make_settings(tmp_path, site_url_template=bad)
