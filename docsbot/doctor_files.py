@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from docsbot.doctor import Finding
+from docsbot.doctor_finding import Finding
 from docsbot.links import docs_root
 from rag.unindexed import PAGE_LEFT_OUT, unindexed_files
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from docsbot.doctor import Finding
+from docsbot.doctor_finding import Finding
 from docsbot.links import site_of
 from rag.paths import scan_folder
 from rag.site import detect_site, page_url, routing_front_matter, site_for

@@ -121,3 +121,24 @@ def test_the_url_template_setting_is_checked_and_wins_over_the_site_url(tmp_path
     for bad in ("https://docs.example.com/page.html", "docs.example.com/{path}", "https://x/{path}{version}"):
         with pytest.raises(ValueError, match="must be an http"):
             make_settings(tmp_path, site_url_template=bad)
+
+
+@pytest.mark.parametrize("layout, heading, expected", [
+    ("vitepress", "server.watch", "server-watch"),
+    ("vitepress", "`index.html` and Project Root", "index-html-and-project-root"),
+    ("jekyll", "Theme Variables", "theme-variables"),
+    ("jekyll", "1. Setup (optional)", "setup-optional"),
+    ("middleman", "Publish open source code", "publish-open-source-code"),
+    ("middleman", "Tags: names & values", "tags-names-values"),
+    ("gitbook", "Set up (optional)", "set-up-optional"),  # GitHub's slug
+])
+def test_anchors_follow_each_generators_slug_rule_explicit_ids_first(layout: str, heading: str, expected: str):
+    from rag.formats import Section
+    from rag.formats.anchors import slugify
+    from rag.site import site_anchor
+
+    sections = (Section((), "", ()), Section((heading,), slugify(heading), ()), Section(("Other",), "mine", ()),
+                Section((heading,), slugify(heading) + "-1", ()))
+    assert site_anchor(layout, sections, slugify(heading)) == expected
+    assert site_anchor(layout, sections, slugify(heading) + "-1") == expected + "-1"
+    assert site_anchor(layout, sections, "mine") == "mine"  # an explicit id as written
