@@ -47,7 +47,7 @@ _INCLUDE = re.compile(r"\{%-?\s*include(?:_relative)?\b[^%]*%\}")
 _IAL_ID = re.compile(r"#([\w:.-]+)")
 _NOTE = re.compile(r"\.note\b(?:\s+\.(\w+))?")
 _CODE_SPAN = re.compile(r"(`+)[^`].*?\1", re.S)
-_UNRESOLVED = re.compile(r"\[([^\[\]\n]+)\]\[[^\[\]\n]*\](?!\()")
+_UNRESOLVED = re.compile(r"\[([^\[\]\n]+)\]\[[\w .#-]*\](?![(\[])")  # `[#1037][]`, `[text][label]`
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]")
 _SHOWN_TAGS = frozenset("code endcode content-ref endcontent-ref page-ref embed endembed tabs endtabs endtab".split())
 
@@ -84,13 +84,13 @@ class _Site:
 def _prose(run: str, include: Include, site: _Site) -> str:
     lines = _attribute_lines(_LOOP.sub("", run).split("\n"))
     run = "\n".join(_INCLUDE.sub("", line) if _HEADING.match(line) else line for line in lines)
+    if "{" not in run:
+        return run
     return _spans(run, lambda part: _INLINE_IAL.sub("", _tags(part, include, site)))
 
 
 def _spans(text: str, edit: Callable[[str], str]) -> str:
     """`text` with `edit` applied outside its code spans."""
-    if "{" not in text:
-        return text
     pieces, at = [], 0
     for span in _CODE_SPAN.finditer(text):
         pieces += [edit(text[at:span.start()]), span.group(0)]
@@ -162,7 +162,11 @@ def _attribute_lines(lines: list[str]) -> list[str]:
 
 
 def unresolved_references(text: str) -> str:
-    return _UNRESOLVED.sub(r"\1", text) if "][" in text else text
+    """Prose whose references the parser could not resolve; a table row (`| ... |`, its links
+    resolved after this filter) is left as it is."""
+    if "][" not in text or text.startswith("|"):
+        return text
+    return _spans(text, lambda part: _UNRESOLVED.sub(r"\1", part))
 
 
 def raw_tags(info: str, code: str) -> str:
