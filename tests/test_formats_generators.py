@@ -121,3 +121,15 @@ def test_no_block_or_heading_of_the_new_generators_trees_holds_markup_residue(fo
                       for name, pattern in _NEW_RESIDUE.items() if name != "fence meta"
                       for m in pattern.finditer(prose)]
     assert found == []
+
+
+def test_a_page_that_is_mostly_a_loop_over_data_is_skipped_with_a_reason_naming_it(tmp_path: Path):
+    (tmp_path / "team.md").write_text("---\ntitle: Team\n---\n# Team\n\n{% for p in site.data.people %}\n"
+                                      + "<tr><td>{{ p.name }}</td><td>{{ p.role }}</td><td>{{ p.bio }}</td></tr>\n" * 8
+                                      + "{% endfor %}\n")
+    (tmp_path / "talks.md").write_text("# Talks\n\nOur talks, every year.\n\n## Featured\n\n**{{ featured.topic }}** "
+                                       "- [*{{ featured.speaker }}*](https://x.example/{{ t }})\n")
+    docs, skipped = load_folder(tmp_path, ["**/*.md"], [], RULES, 1_000_000)
+    assert [(path, reason.split(":")[0]) for path, reason in skipped] == [("team.md", "mostly template")]
+    assert "loop over site data is 99% of the page and 5 characters are left" in skipped[0][1]
+    assert [d.body for d in docs] == ["Our talks, every year.\n\n## Featured"]  # a line of output tags only: nothing

@@ -6,7 +6,8 @@
 * `{% include name k="v" %}` is `_includes/name` (Jekyll) or the path as written (GitBook),
   with `{{ include.k }}` filled in, when the tree holds it, else nothing; none in a heading (a
   version badge is no part of the heading's text);
-* `{% for %}...{% endfor %}` (and `tablerow`, `capture`) runs over data: left out whole;
+* `{% for %}...{% endfor %}` (and `tablerow`, `capture`) runs over data: left out whole; a page
+  that is mostly such loops is skipped with a reason naming it (TemplatePage);
 * GitBook blocks: `{% hint style="x" %}` is an admonition (`:::x`), `{% tab title="T" %}` a
   `**T:**` line, `{% code %}`, `{% content-ref %}`, `{% page-ref %}`, `{% embed %}` and their
   closing tags show their content only;
@@ -28,7 +29,10 @@ from collections.abc import Callable
 import yaml
 
 from rag.formats.dialect import Dialect, Include, outside_code
+from rag.formats.model import TemplatePage
 
+TEMPLATE_SHARE = 0.5  # a page whose loops are over half of it...
+TEMPLATE_LEFT = 400  # ...and leave fewer characters (spaces not counted) is mostly template
 _MASK = str.maketrans({"{": "\ue000", "}": "\ue001", "%": "\ue002"})
 _UNMASK = str.maketrans({"\ue000": "{", "\ue001": "}", "\ue002": "%"})
 _RAW = re.compile(r"\{%-?\s*raw\s*-?%\}(.*?)\{%-?\s*endraw\s*-?%\}", re.S)
@@ -48,6 +52,8 @@ _IAL_ID = re.compile(r"#([\w:.-]+)")
 _NOTE = re.compile(r"\.note\b(?:\s+\.(\w+))?")
 _CODE_SPAN = re.compile(r"(`+)[^`].*?\1", re.S)
 _UNRESOLVED = re.compile(r"\[([^\[\]\n]+)\]\[[\w .#-]*\](?![(\[])")  # `[#1037][]`, `[text][label]`
+_WORDS = re.compile(r"[^\W_]")
+_LINK_TARGET = re.compile(r"\]\([^()\s]*\)")
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]")
 _SHOWN_TAGS = frozenset("code endcode content-ref endcontent-ref page-ref embed endembed tabs endtabs endtab".split())
 
@@ -82,11 +88,31 @@ class _Site:
 
 
 def _prose(run: str, include: Include, site: _Site) -> str:
-    lines = _attribute_lines(_LOOP.sub("", run).split("\n"))
+    looped = _LOOP.sub("", run)
+    _mostly_template(run, looped)
+    lines = _attribute_lines(looped.split("\n"))
     run = "\n".join(_INCLUDE.sub("", line) if _HEADING.match(line) else line for line in lines)
     if "{" not in run:
         return run
-    return _spans(run, lambda part: _INLINE_IAL.sub("", _tags(part, include, site)))
+    shown = _spans(run, lambda part: _INLINE_IAL.sub("", _tags(part, include, site)))
+    before, after = run.split("\n"), shown.split("\n")
+    if len(before) != len(after):
+        return shown
+    # a line that was only output tags and markup (`**{{ talk.topic }}** - [*{{ x }}*](url)`) shows nothing
+    return "\n".join(line for line, was in zip(after, before)
+                     if "{{" not in was or _WORDS.search(_LINK_TARGET.sub("", line)))
+
+
+def _mostly_template(text: str, without_loops: str) -> None:
+    """TemplatePage when loops make up most of the text and little is left around them."""
+    def size(part: str) -> int:
+        return len("".join(_OUTPUT.sub("", _TAG.sub("", part)).split()))
+
+    left, whole = size(without_loops), len("".join(text.split()))
+    if whole and left < TEMPLATE_LEFT and whole - len("".join(without_loops.split())) > whole * TEMPLATE_SHARE:
+        share = round(100 * (1 - len("".join(without_loops.split())) / whole))
+        raise TemplatePage(f"mostly template: a {{% for %}} loop over site data is {share}% of the page and "
+                           f"{left} characters are left around it (the site builds it from data files)")
 
 
 def _spans(text: str, edit: Callable[[str], str]) -> str:

@@ -29,7 +29,7 @@ from rag.formats.hugo import HUGO
 from rag.formats.liquid import LIQUID
 from rag.formats.mkdocs import MKDOCS
 from rag.formats.vitepress import VITEPRESS
-from rag.formats.model import Block, Format, Parsed, ReadFile, Section, Source, admonition_block
+from rag.formats.model import Block, Format, Parsed, ReadFile, Section, Source, TemplatePage, admonition_block
 from rag.spans import resolve_links
 
 if TYPE_CHECKING:
@@ -110,7 +110,10 @@ class _Expander:
                 return None
             self._left -= len(found)
             self.included.append(rel)
-            return self.expand(_FRONT_MATTER.sub("", found, count=1), rel, (*outer, path))
+            try:
+                return self.expand(_FRONT_MATTER.sub("", found, count=1), rel, (*outer, path))
+            except TemplatePage:  # an include that is only a loop shows nothing
+                return None
 
         for step in DIALECT.steps:
             text = step(text, include)
