@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from rag import Answer, Citation
+from rag.slack_text import escape, to_mrkdwn
 from sync.report import short_commit
 
 SECTION_LIMIT = 3000  # characters of text in one section block
@@ -36,21 +37,10 @@ IN_LINE = "You're in line: {ahead} ahead of you. I'll answer as soon as it's you
 Block = dict[str, Any]
 
 
-def escape(text: str) -> str:
-    """Slack's three control characters; this also defuses <!channel>, <@U…> and <url|…>."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-_FENCE_LANGUAGE = re.compile(r"^([ \t]*(?:`{3,}|~{3,}))[ \t]*[\w+#.-]+[ \t]*$", re.M)
-_MARKDOWN_LINK = re.compile(r"\[([^\[\]\n]+)\]\(([^()\s]+)\)")
-
-
 def mrkdwn(text: str) -> str:
-    """Escaped model output as Slack shows it: Markdown **bold** as Slack's *bold*, a code
-    fence without its language word (Slack prints it as the block's first line), a Markdown link
-    as `label (url)` (Slack does not render them, and the answer carries no link of its own)."""
-    text = _MARKDOWN_LINK.sub(r"\1 (\2)", _FENCE_LANGUAGE.sub(r"\1", text))
-    return re.sub(r"\*\*(\S(?:.*?\S)?)\*\*", r"*\1*", escape(text))
+    """Escaped answer text as Slack shows it: the one renderer of every answer path
+    (rag/slack_text.py: bold, links, tables, callouts, fences; no raw markup)."""
+    return to_mrkdwn(text)
 
 
 def split_text(text: str, limit: int = SECTION_LIMIT) -> list[str]:

@@ -43,6 +43,8 @@ def print_index(stats: IndexStats, as_json: bool, settings: Settings, docs: Path
           f"({stats.chunks_embedded} embedded, {stats.chunks_reused} reused) in {stats.seconds:.1f}s")
     for path, reason in stats.skipped:
         print(f"skipped {path}: {reason}")
+    for line in rag.unindexed_files(docs, settings.include, settings.exclude).lines():
+        print(f"not indexed: {line}")
     if stats.documents == 0:
         left_out = rag.left_out_pages(docs, settings.include, settings.exclude)
         print(f"warning: {left_out.warning()}" if left_out is not None

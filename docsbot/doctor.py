@@ -11,12 +11,13 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime, timezone
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from docsbot.doctor_finding import Finding
 from docsbot.readiness import (
     Readable, links_of, member_level, readable_documents, readable_fix, remote_of, web_from_remote,
 )
@@ -26,20 +27,11 @@ if TYPE_CHECKING:
     from docsbot.settings import Settings
     from rag import Embedder
 
-Status = Literal["ok", "warning", "failed"]
 MANIFEST = files("bot") / "manifest.json"  # the Slack app manifest, shipped in the wheel
 TIMEOUT_S = 10.0
 SAMPLE_DOCS = (Path(__file__).resolve().parent.parent / "docs-sync").resolve()  # what `make run` indexes
 _SLACK_ID = {"users": re.compile(r"^[UW][A-Z0-9_]{2,}$"), "admins": re.compile(r"^[UW][A-Z0-9_]{2,}$"),
              "groups": re.compile(r"^S[A-Z0-9_]{2,}$"), "channels": re.compile(r"^[CGD][A-Z0-9_]{2,}$")}
-
-
-@dataclass
-class Finding:
-    check: str
-    status: Status
-    detail: str
-    fix: str = ""
 
 
 Check = Callable[["Settings"], list[Finding]]
@@ -314,10 +306,13 @@ EXTRA_CHECKS: list[Check] = []
 
 
 def run_checks(settings: Settings) -> list[Finding]:
+    from docsbot.doctor_files import unindexed_checks
+    from docsbot.doctor_site import site_checks
+
     embedding, embedder = embedding_check(settings)
     findings = [*slack_checks(settings), *llm_checks(settings), embedding, *index_checks(settings, embedder),
-                *sample_docs_check(settings), *access_check(settings), *scope_checks(settings),
-                *webhook_check(settings)]
+                *unindexed_checks(settings), *site_checks(settings), *sample_docs_check(settings),
+                *access_check(settings), *scope_checks(settings), *webhook_check(settings)]
     for check in EXTRA_CHECKS:
         findings += check(settings)
     return findings

@@ -49,12 +49,13 @@ def site_of(settings: Settings) -> tuple[str, str, str]:
     DOCSBOT_SITE_LAYOUT, and the folder the indexer reads the docs from, where `auto` looks for
     the generator's configuration and routing front matter is read (`docsbot index --docs DIR`
     with another DIR than DOCSBOT_DOCS_DIR: name the layout). No site URL: no root."""
-    if not settings.site_url:
+    site = settings.site_url_template or settings.site_url  # a template states the rule itself
+    if not site:
         return "", settings.site_layout, ""
-    return settings.site_url, settings.site_layout, _docs_root(settings)
+    return site, settings.site_layout, docs_root(settings)
 
 
-def _docs_root(settings: Settings) -> str:
+def docs_root(settings: Settings) -> str:
     """DOCSBOT_DOCS_DIR without a repository; a repository's docs folder as the sync checks it out
     (sync/workcopy.py: `<work dir>/repo`, the work dir defaulting to `<data dir>/sync`), or the
     folder itself when DOCSBOT_REPO is a local folder outside git; "" when that cannot be known."""

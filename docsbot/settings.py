@@ -182,7 +182,10 @@ class Settings(BaseSettings):
     # the docs folder's mkdocs.yml, docusaurus.config.*, conf.py, antora.yml, Hugo or Nextra config).
     site_url: str = ""
     site_layout: Literal["auto", "mkdocs", "docusaurus", "nextra", "sphinx", "sphinx-dirhtml", "antora",
-                         "antora-indexify", "hugo"] = "auto"
+                         "antora-indexify", "hugo", "middleman", "jekyll", "vitepress", "gitbook"] = "auto"
+    # The site's URL rule when no generator is recognised: `https://docs.example.com/{path}.html#{anchor}`,
+    # {path} the file's path without the source root and its template extensions. Wins over site_url.
+    site_url_template: str = ""
 
     @field_validator("default_level", mode="before")
     @classmethod
@@ -242,6 +245,20 @@ class Settings(BaseSettings):
         if value.strip() and not web:
             raise ValueError(f"must be the site's http(s) address, like https://docs.example.com/, got {value!r}")
         return value.strip()
+
+    @field_validator("site_url_template", mode="after")
+    @classmethod
+    def _site_url_template(cls, value: str) -> str:
+        value = value.strip()
+        try:
+            names = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+        except ValueError as exc:
+            raise ValueError(f"not a valid template ({exc})") from None
+        if value and (not value.startswith(("https://", "http://")) or "path" not in names
+                      or names - {"path", "anchor"}):
+            raise ValueError("must be an http(s) address with {path} (and optionally {anchor}), like "
+                             f"https://docs.example.com/{{path}}.html#{{anchor}}, got {value!r}")
+        return value
 
     @field_validator("link_template", mode="after")
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the commands import what they run, so that registering them costs nothing
@@ -57,11 +58,17 @@ def cmd_sync(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
+    from docsbot.links import docs_root
     from docsbot.wiring import sync_config
+    from rag.unindexed import unindexed_files
     from sync.status import load_status, render_status
 
     status = load_status(sync_config(settings))
-    print(json.dumps(status) if args.json else render_status(status))
+    root = docs_root(settings)
+    found = bool(root) and Path(root).is_dir()
+    unindexed = unindexed_files(Path(root), settings.include, settings.exclude).lines() if found else []
+    print(json.dumps({**status, "unindexed": unindexed}) if args.json
+          else "\n".join([render_status(status), *(f"not indexed: {line}" for line in unindexed)]))
     return 2 if status["index_error"] else 0
 
 

@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
                      "too_long"), "rag.paths"),
     **dict.fromkeys(("chunk_document", "sections"), "rag.chunking"),
     **dict.fromkeys(("Review", "review_of"), "rag.freshness"),
-    **dict.fromkeys(("LeftOut", "left_out_pages"), "rag.unindexed"),
+    **dict.fromkeys(("LeftOut", "Unindexed", "left_out_pages", "unindexed_files"), "rag.unindexed"),
     # document formats: which suffixes are read, and by which parser
     **dict.fromkeys(("default_include", "format_for", "suffixes"), "rag.formats"),
     **dict.fromkeys(("CodeOwners", "Ownership", "find_codeowners", "front_matter_of", "parse_codeowners",
@@ -98,7 +98,7 @@ if TYPE_CHECKING:
     from rag.rebuild import rebuild_index
     from rag.spans import fences_balanced
     from rag.index_summary import IndexSummary, read_summary
-    from rag.unindexed import LeftOut, left_out_pages
+    from rag.unindexed import LeftOut, Unindexed, left_out_pages, unindexed_files
     from rag.scope import SCOPE_MODES, Scope
     from rag.retrieval import HYBRID, SIGNALS, Found, Mode, Retrieval, rank, search_lists
     from rag.store import Hit, Index, Store, StoreError, WriteRefused, open_index, read_tables, vector_array

@@ -27,7 +27,7 @@ import yaml
 
 from rag.formats import Section, Source, format_for, markdown_of
 from rag.formats.language import language_folders, variant
-from rag.formats.model import ReadFile
+from rag.formats.model import ReadFile, TemplatePage
 from rag.freshness import DEPRECATED, DRAFT, MAX_REVIEW_DAYS, STATUSES, period_days
 from rag.levels import Level
 from rag.paths import NOT_REGULAR, NOT_UTF8_NAME, SYMLINK, glob_match, not_utf8, scan_folder, too_long
@@ -246,6 +246,8 @@ def parse_document(path: str, raw: bytes, rules: AccessRules, max_bytes: int, re
     fmt = format_for(path)
     try:
         parsed = fmt.parse(Source(path, body, meta, recorded))
+    except TemplatePage as exc:
+        raise DocumentError(str(exc)) from None
     except Exception as exc:  # whatever a parser fails with skips this file, never the sync
         raise DocumentError(f"cannot be parsed as {fmt.name} ({type(exc).__name__})") from None
     label = meta.get("sidebar_label")

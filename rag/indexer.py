@@ -16,7 +16,7 @@ from rag.config import ChunkingConfig, LinkConfig, RagConfig
 from rag.documents import Document
 from rag.embeddings import Embedder
 from rag.progress import Progress
-from rag.site import page_url, routing_front_matter, site_for
+from rag.site import page_url, routing_front_matter, site_anchor, site_for
 from rag.timing import StageSeconds
 from rag.store import Index, chunk_schema, vector_array
 
@@ -71,6 +71,8 @@ def site_page(links: LinkConfig, doc: Document, anchor: str) -> str:
     if not links.site_url:
         return ""
     page = _site_page(links, doc.path, doc.content_hash)
+    if page and anchor:
+        anchor = site_anchor(site_for(links.site_layout, links.site_root).layout, doc.sections, anchor)
     return f"{page}#{anchor}" if page and anchor else page
 
 
@@ -78,7 +80,7 @@ def site_page(links: LinkConfig, doc: Document, anchor: str) -> str:
 def _site_page(links: LinkConfig, path: str, content_hash: str) -> str:
     """One page URL per document version (its chunks share it; the hash keys a changed slug)."""
     info = site_for(links.site_layout, links.site_root)
-    routed = links.site_root and info.layout in ("docusaurus", "hugo")  # the layouts a front matter moves
+    routed = links.site_root and info.layout in ("docusaurus", "hugo", "jekyll")  # the layouts a front matter moves
     front = routing_front_matter(Path(links.site_root), path) if routed else {}
     return page_url(info.layout, links.site_url, path, front, "", info)
 

@@ -14,11 +14,14 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from rag.formats.anchors import slugify
+from rag.formats.model import Section
 from rag.site_detect import detect_layout, detect_site, read_text
+from rag.site_slugs import SLUGS
 from rag.site_urls import LAYOUTS, ROUTING_KEYS, SiteInfo, default_site, page_url
 
 __all__ = ["LAYOUTS", "ROUTING_KEYS", "SITE_LAYOUTS", "SiteInfo", "detect_layout", "detect_site", "page_url",
-           "routing_front_matter", "site_for"]
+           "routing_front_matter", "site_anchor", "site_for"]
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +37,12 @@ def site_for(layout: str, docs_root: str) -> SiteInfo:
     found = detect_site(Path(docs_root), None if layout == "auto" else layout)
     if layout == "auto" and not found.layout:
         log.warning("no docs site generator recognised at %s: citations link to the commit only "
-                    "(set DOCSBOT_SITE_LAYOUT)", docs_root)
-    return found if layout == "auto" or found.layout else default_site(layout, (Path(docs_root) / "content").is_dir())
+                    "(set DOCSBOT_SITE_LAYOUT or DOCSBOT_SITE_URL_TEMPLATE)", docs_root)
+    elif layout == "auto":
+        log.info("docs site generator: %s, recognised from %s", found.layout, found.config or "its docs")
+    root = Path(docs_root)
+    return found if layout == "auto" or found.layout else default_site(layout, (root / "content").is_dir(),
+                                                                       (root / "source").is_dir())
 
 
 _FRONT = re.compile(r"\A(?:---[ \t]*\r?\n(.*?)\r?\n---|\+\+\+[ \t]*\r?\n(.*?)\r?\n\+\+\+)[ \t]*(?:\r?\n|\Z)", re.S)
@@ -59,3 +66,24 @@ def routing_front_matter(root: Path, rel_path: str) -> dict[str, str]:
         if value is not None and value.group(1).strip("'\""):
             found[key] = value.group(1).strip("'\"")
     return found
+
+
+def site_anchor(layout: str, sections: tuple[Section, ...], anchor: str) -> str:
+    """The section's anchor on the generator's pages: an explicit id as written, else that
+    generator's own slug of the heading (rag/site_slugs.py), deduped like the page does."""
+    slug = SLUGS.get(layout)
+    if slug is None or not anchor:
+        return anchor
+    seen: dict[str, int] = {}
+    for section in sections:
+        if not section.headings:
+            continue
+        heading = section.headings[-1]
+        explicit = section.anchor != slugify(heading) and not re.fullmatch(
+            rf"{re.escape(slugify(heading))}-\d+", section.anchor)
+        base = section.anchor if explicit else slug(heading)
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        if section.anchor == anchor:
+            return base if explicit or count == 0 else f"{base}-{count}"
+    return anchor

@@ -11,10 +11,13 @@ Docusaurus' category files and sidebar front matter, Nextra's `_meta` files).
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
+
+import yaml
 
 from rag.site_urls import SiteInfo
 
@@ -42,7 +45,8 @@ def detect_site(docs_root: Path, layout: str | None = None) -> SiteInfo:
             found = finder(folder)
             if found is not None:
                 kind, source, options = found
-                return _refined(SiteInfo(kind, *_relation(root, source), **options), folders, layout)
+                config = next((str(folder / n) for n in _CONFIGS[name] if (folder / n).is_file()), str(folder))
+                return _refined(SiteInfo(kind, *_relation(root, source), **options, config=config), folders, layout)
     if layout is None:
         return SiteInfo(_by_content(root))
     return SiteInfo()
@@ -209,11 +213,72 @@ def _find_nextra(folder: Path) -> _Found | None:
     return "nextra", source, {}
 
 
+def _find_middleman(folder: Path) -> _Found | None:
+    config = read_text(folder / "config.rb") or ""
+    if read_text(folder / "config" / "tech-docs.yml") is None and "middleman" not in config.lower() \
+            and not re.search(r"^\s*activate\s+:", config, re.MULTILINE):
+        return None
+    match = re.search(r"^\s*set\s+:source,\s*['\"]([^'\"]+)", config, re.MULTILINE)
+    return "middleman", folder / (match.group(1) if match else "source"), {}
+
+
+def _find_jekyll(folder: Path) -> _Found | None:
+    text = read_text(folder / "_config.yml") or read_text(folder / "_config.yaml")
+    if text is None:
+        return None
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError:
+        config = None
+    config = config if isinstance(config, dict) else {}
+    listed = config.get("collections")
+    collections = {"posts": str(config.get("permalink") or "")} if isinstance(config.get("permalink"), str) else {}
+    for name, options in (listed.items() if isinstance(listed, dict) else ()):
+        if isinstance(options, dict) and options.get("output") is True:
+            collections[str(name)] = str(options.get("permalink") or "")
+    collections.setdefault("posts", "")
+    excluded = config.get("exclude")
+    return "jekyll", folder, {"collections": tuple(collections.items()),
+                              "excluded": tuple(str(x) for x in excluded) if isinstance(excluded, list) else ()}
+
+
+def _find_vitepress(folder: Path) -> _Found | None:
+    text = next((found for suffix in ("ts", "mts", "js", "mjs")
+                 if (found := read_text(folder / ".vitepress" / f"config.{suffix}"))), None)
+    if text is None:
+        return None
+    source = re.search(r"\bsrcDir\s*:\s*['\"]([^'\"]+)", text)
+    return "vitepress", folder / (source.group(1) if source else "."), {
+        "clean_urls": bool(re.search(r"\bcleanUrls\s*:\s*true", text))}
+
+
+def _find_gitbook(folder: Path) -> _Found | None:
+    text = read_text(folder / ".gitbook.yaml")
+    if text is None and read_text(folder / "SUMMARY.md") is None:
+        return None
+    source = folder / ((_key(text, "root") or ".") if text else ".")
+    summary = read_text(source / "SUMMARY.md")
+    pages = None if summary is None else frozenset(
+        posixpath.normpath(link) for link in re.findall(r"^\s*[*-]\s+\[[^\]]*\]\(<?([^)>#\s]+\.md)", summary, re.M)
+        if "://" not in link)
+    return "gitbook", source, {"pages": pages}
+
+
 _FINDERS: list[tuple[str, Callable[[Path], "_Found | None"]]] = [
     ("antora", _find_antora), ("mkdocs", _find_mkdocs), ("docusaurus", _find_docusaurus),
-    ("sphinx", _find_sphinx), ("hugo", _find_hugo), ("nextra", _find_nextra),
+    ("sphinx", _find_sphinx), ("hugo", _find_hugo), ("nextra", _find_nextra), ("middleman", _find_middleman),
+    ("jekyll", _find_jekyll), ("vitepress", _find_vitepress), ("gitbook", _find_gitbook),
 ]
 
+_CONFIGS = {
+    "antora": ("antora.yml",), "mkdocs": ("mkdocs.yml", "mkdocs.yaml"),
+    "docusaurus": tuple(f"docusaurus.config.{s}" for s in ("ts", "js", "mjs", "cjs")), "sphinx": ("conf.py",),
+    "hugo": ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json", "config.toml", "config.yaml", "config.yml"),
+    "nextra": tuple(f"{n}.{s}" for n in ("theme.config", "next.config") for s in ("js", "jsx", "ts", "tsx", "mjs")),
+    "middleman": ("config/tech-docs.yml", "config.rb"), "jekyll": ("_config.yml", "_config.yaml"),
+    "vitepress": tuple(f".vitepress/config.{s}" for s in ("ts", "mts", "js", "mjs")),
+    "gitbook": (".gitbook.yaml", "SUMMARY.md"),
+}
 _DOCUSAURUS_MARKS = re.compile(r"^(sidebar_position|sidebar_label)\s*:|from\s+['\"]@theme/", re.MULTILINE)
 
 

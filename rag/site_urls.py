@@ -23,21 +23,34 @@ documented rules:
   version segment such as `latest`, which only the site's playbook knows, is given.
 - hugo: the path below `content/` (contentDir), lower-cased: `a/b.md` -> `a/b/`, `_index.md` and a
   bundle's `index.md` -> the folder; `slug` front matter replaces the file name, `url` the whole path.
+- middleman (GOV.UK tech-docs-template): `source/a/b.html.md.erb` (or `.html.md`) -> `a/b.html`,
+  the template extensions dropped and `.html` kept; `source/index.html.md.erb` -> the site root;
+  names starting with `_` and `layouts/` are no pages.
+- jekyll: a `permalink:` front matter wins; else a collection's permalink from `_config.yml`
+  (`_docs/a/b.md` with `/:collection/:path/` -> `docs/a/b/`; posts `_posts/2025-01-29-x.md` with
+  `/news/:year/:month/:day/:title/` -> `news/2025/01/29/x/`; Jekyll's defaults `/:collection/:path.html`
+  and `/:year/:month/:day/:title.html`); any other page `a/b.md` -> `a/b.html`, `index.md` -> the
+  folder. Other `_` folders (`_data`, `_includes`, `_layouts`) and `exclude:` paths are no pages.
+- vitepress: `a/b.md` -> `a/b` with `cleanUrls: true`, else `a/b.html`; `index.md` -> the folder.
+- gitbook: `a/b.md` -> `a/b`, a folder's `README.md` -> the folder (`a`), the root one -> the site
+  root; when SUMMARY.md was read, only the pages it lists (SUMMARY.md itself is none).
 
 A file that is no page of the site (outside the generator's source folder, a partial, another
-extension) gets no URL (""): its citation keeps the commit permalink only.
+extension) gets no URL (""): its citation keeps the commit permalink only. A base URL holding
+`{path}` is DOCSBOT_SITE_URL_TEMPLATE, the rule stated outright: it is filled in whatever the layout.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Callable, Mapping
 from urllib.parse import quote, urlsplit
 
-LAYOUTS = ("mkdocs", "docusaurus", "nextra", "sphinx", "sphinx-dirhtml", "antora", "antora-indexify", "hugo")
-# Front matter keys that move a page (Docusaurus slug/id, Hugo slug/url); nothing else is read.
-ROUTING_KEYS = ("slug", "id", "url")
+LAYOUTS = ("mkdocs", "docusaurus", "nextra", "sphinx", "sphinx-dirhtml", "antora", "antora-indexify", "hugo",
+           "middleman", "jekyll", "vitepress", "gitbook")
+# Front matter keys that move a page (Docusaurus slug/id, Hugo slug/url, Jekyll permalink); nothing else is read.
+ROUTING_KEYS = ("slug", "id", "url", "permalink")
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,14 @@ class SiteInfo:
     route_base: str = "docs"  # docusaurus routeBasePath
     component: str = ""  # antora
     version: str = ""  # antora; "" for an unversioned component
+    # jekyll: (collection, permalink pattern) from _config.yml, ("posts", ...) included; the
+    # paths its `exclude:` names
+    collections: tuple[tuple[str, str], ...] = ()
+    excluded: tuple[str, ...] = ()
+    clean_urls: bool = False  # vitepress cleanUrls
+    pages: frozenset[str] | None = None  # gitbook: the paths SUMMARY.md lists (None: no SUMMARY.md read)
+    # the configuration file the generator was recognised from ("" when none): said, not compared
+    config: str = field(default="", compare=False)
 
 
 def page_url(
@@ -63,9 +84,11 @@ def page_url(
     """The published page of the docs-root-relative `rel_path` (with `#anchor` when given), or ""
     when there is no base URL, no such layout or the file is no page of the site."""
     router = _ROUTERS.get(layout)
+    if "{path}" in base:
+        return _templated(base, rel_path, anchor, site_info or SiteInfo())
     if not base or router is None:
         return ""
-    info = site_info or default_site(layout, rel_path.startswith("content/"))
+    info = site_info or default_site(layout, rel_path.startswith("content/"), rel_path.startswith("source/"))
     path = _source_path(rel_path, info)
     if path is None:
         return ""
@@ -74,6 +97,22 @@ def page_url(
         return ""
     url = base.rstrip("/") + "/" + quote(_component_prefix(layout, base, info) + route, safe="/")
     return f"{url}#{anchor}" if anchor else url
+
+
+_SOURCE_SUFFIXES = (".erb", ".md", ".markdown", ".mdx", ".rst", ".adoc", ".asciidoc", ".txt", ".html")
+
+
+def _templated(template: str, rel_path: str, anchor: str, info: SiteInfo) -> str:
+    """DOCSBOT_SITE_URL_TEMPLATE filled in: {path} the path below the source folder without its
+    source and template extensions (`source/x/y.html.md.erb` -> `x/y`), {anchor} the anchor (a
+    `#` left with nothing after it is dropped)."""
+    path = _source_path(rel_path, info)
+    if path is None:
+        return ""
+    while (suffix := PurePosixPath(path).suffix.lower()) in _SOURCE_SUFFIXES and suffix:
+        path = path[: -len(suffix)]
+    url = template.format(path=quote(path, safe="/"), anchor=quote(anchor, safe=""))
+    return url[:-1] if url.endswith("#") else url
 
 
 def _routing(front_matter: Mapping[str, object] | None) -> dict[str, str]:
@@ -86,9 +125,11 @@ def _routing(front_matter: Mapping[str, object] | None) -> dict[str, str]:
     return values
 
 
-def default_site(layout: str, has_content: bool) -> SiteInfo:
-    """A layout's site when no configuration file was read: Hugo's sources in `content/` when
-    there is one, everything else at the docs root."""
+def default_site(layout: str, has_content: bool, has_source: bool = False) -> SiteInfo:
+    """A layout's site when no configuration file was read: Hugo's sources in `content/` and
+    Middleman's in `source/` when there is one, everything else at the docs root."""
+    if layout == "middleman":
+        return SiteInfo(layout, source="source" if has_source else "")
     return SiteInfo(layout, source="content" if layout == "hugo" and has_content else "")
 
 
@@ -195,6 +236,64 @@ def _component_prefix(layout: str, base: str, info: SiteInfo) -> str:
     return _join(info.component, info.version, "/")
 
 
+def _middleman(path: PurePosixPath, _: dict[str, str], __: SiteInfo) -> str | None:
+    name = path.name.lower()
+    if name.startswith("_") or "layouts" in path.parts[:-1] or not name.endswith((".md", ".md.erb", ".markdown")):
+        return None
+    stem = re.sub(r"(?:\.md|\.markdown)(?:\.erb)?$", "", path.name, flags=re.I)
+    page = stem if stem.lower().endswith(".html") else stem + ".html"
+    return "" if page == "index.html" and not _folder(path) else _folder(path) + page
+
+
+_POST = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(.+)$")
+
+
+def _jekyll(path: PurePosixPath, front: dict[str, str], info: SiteInfo) -> str | None:
+    rel = path.as_posix()
+    if any(rel == x.strip("/") or rel.startswith(x.strip("/") + "/") for x in info.excluded if x.strip("/")):
+        return None
+    if path.suffix.lower() not in (".md", ".markdown", ".html"):
+        return None
+    if (permalink := front.get("permalink", "")) and ":" not in permalink:
+        return permalink.lstrip("/")
+    first = path.parts[0]
+    if not first.startswith("_"):
+        if any(part.startswith("_") for part in path.parts):
+            return None
+        return _folder(path) if path.stem == "index" else f"{_folder(path)}{path.stem}.html"
+    collection = first[1:]
+    patterns = dict(info.collections)
+    if collection not in patterns:
+        return None
+    inner = PurePosixPath(*path.parts[1:])
+    values = {"collection": collection, "path": inner.with_suffix("").as_posix(), "name": inner.stem,
+              "title": inner.stem, "output_ext": ".html", "categories": ""}
+    if collection == "posts":
+        post = _POST.match(inner.stem)
+        if post is None:
+            return None
+        values.update(year=post.group(1), month=post.group(2), day=post.group(3), title=post.group(4))
+    default = "/:year/:month/:day/:title:output_ext" if collection == "posts" else "/:collection/:path:output_ext"
+    url = re.sub(r":(\w+)", lambda m: values.get(m.group(1), ""), patterns[collection] or default)
+    return re.sub(r"/{2,}", "/", url).lstrip("/").replace("/index/", "/")
+
+
+def _vitepress(path: PurePosixPath, _: dict[str, str], info: SiteInfo) -> str | None:
+    if path.suffix.lower() != ".md" or any(part.startswith((".", "_")) for part in path.parts):
+        return None
+    if path.stem == "index":
+        return _folder(path)
+    return f"{_folder(path)}{path.stem}" + ("" if info.clean_urls else ".html")
+
+
+def _gitbook(path: PurePosixPath, _: dict[str, str], info: SiteInfo) -> str | None:
+    if path.suffix.lower() != ".md" or path.as_posix() == "SUMMARY.md":
+        return None
+    if info.pages is not None and path.as_posix() not in info.pages:
+        return None
+    return _folder(path).rstrip("/") if path.stem.lower() == "readme" else f"{_folder(path)}{path.stem}"
+
+
 _Router = Callable[[PurePosixPath, dict[str, str], SiteInfo], "str | None"]
 _ROUTERS: dict[str, _Router] = {
     "mkdocs": _mkdocs,
@@ -205,4 +304,8 @@ _ROUTERS: dict[str, _Router] = {
     "antora": _antora,
     "antora-indexify": lambda path, front, info: _antora(path, front, info, indexify=True),
     "hugo": _hugo,
+    "middleman": _middleman,
+    "jekyll": _jekyll,
+    "vitepress": _vitepress,
+    "gitbook": _gitbook,
 }

@@ -55,7 +55,7 @@ async def test_all_ok_against_the_stand_ins(world: World) -> None:
     assert {name: f.status for name, f in findings.items()} == {
         "slack auth": "ok", "slack signing secret": "ok", "slack mode": "ok", "llm endpoint": "ok",
         "llm model": "ok", "llm completion": "ok", "embeddings": "ok", "index": "ok", "index freshness": "ok",
-        "access file": "ok", "readable docs": "ok",
+        "access file": "ok", "readable docs": "ok", "unindexed files": "ok",
         # a Slack-connected run on the bundled sample docs, without a repo web URL: both are said
         "docs source": "warning", "citation links": "warning"}
     assert "23 documents" in findings["index"].detail

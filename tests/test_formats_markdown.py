@@ -42,10 +42,10 @@ def section_text(doc: Document, *headings: str) -> str:
     return "\n\n".join(block.text for block in section(doc, *headings).blocks)
 
 
-def test_the_registry_reads_every_markdown_suffix_and_lists_all_seven_in_the_default_include():
+def test_the_registry_reads_every_markdown_suffix_and_lists_all_eight_in_the_default_include():
     assert default_include() == ("**/*.md", "**/*.markdown", "**/*.mdx", "**/*.rst", "**/*.adoc", "**/*.asciidoc",
-                                 "**/*.txt")
-    assert set(suffixes()) == {".md", ".markdown", ".mdx", ".rst", ".adoc", ".asciidoc", ".txt"}
+                                 "**/*.erb", "**/*.txt")
+    assert set(suffixes()) == {".md", ".markdown", ".mdx", ".rst", ".adoc", ".asciidoc", ".erb", ".txt"}
     assert [format_for(p).name for p in ("a/b.md", "B.MARKDOWN", "x.mdx", "notes.txt")] == [
         "markdown", "markdown", "mdx", "text", ]
     assert format_for("Makefile").name == format_for("app.conf").name == "text"  # no markup guessed

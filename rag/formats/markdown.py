@@ -26,15 +26,18 @@ from rag.formats.anchors import Anchors, explicit_id
 from rag.formats.dialect import Dialect
 from rag.formats.docusaurus import DOCUSAURUS
 from rag.formats.hugo import HUGO
+from rag.formats.liquid import LIQUID
 from rag.formats.mkdocs import MKDOCS
-from rag.formats.model import Block, Format, Parsed, ReadFile, Section, Source, admonition_block
+from rag.formats.vitepress import VITEPRESS
+from rag.formats.model import Block, Format, Parsed, ReadFile, Section, Source, TemplatePage, admonition_block
 from rag.spans import resolve_links
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.tree import SyntaxTreeNode
 
-DIALECT: Dialect = MKDOCS + DOCUSAURUS + HUGO  # MkDocs' `::: module` rule must come before Docusaurus' `:::`
+# MkDocs' `::: module` rule must come before Docusaurus' `:::`; Hugo's `{{% x %}}` goes before Liquid's `{% x %}`
+DIALECT: Dialect = MKDOCS + DOCUSAURUS + HUGO + LIQUID + VITEPRESS
 _MAX_DEPTH = 4  # nested includes, and HTML blocks read again as Markdown
 _INCLUDED_MAX = 2_000_000  # characters all of a file's includes may add (a snippet used a thousand times)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?^(?:---|\.\.\.)[ \t]*$\n?", re.S | re.M)
@@ -107,7 +110,10 @@ class _Expander:
                 return None
             self._left -= len(found)
             self.included.append(rel)
-            return self.expand(_FRONT_MATTER.sub("", found, count=1), rel, (*outer, path))
+            try:
+                return self.expand(_FRONT_MATTER.sub("", found, count=1), rel, (*outer, path))
+            except TemplatePage:  # an include that is only a loop shows nothing
+                return None
 
         for step in DIALECT.steps:
             text = step(text, include)

@@ -57,6 +57,11 @@ class Source:
 Parser = Callable[[Source], Parsed]
 
 
+class TemplatePage(ValueError):
+    """Raised by a parser for a page that is mostly template (a loop over site data): skipped,
+    with this reason, instead of indexed as the little text left around the loop."""
+
+
 def every_file_a_page(path: str) -> bool:
     return True
 

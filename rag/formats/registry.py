@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from rag.formats import asciidoc, markdown, mdx, rst, text
+from rag.formats import asciidoc, erb, markdown, mdx, rst, text
 from rag.formats.model import Format
 
 
-FORMATS: tuple[Format, ...] = (markdown.FORMAT, mdx.FORMAT, rst.FORMAT, asciidoc.FORMAT, text.FORMAT)
+FORMATS: tuple[Format, ...] = (markdown.FORMAT, mdx.FORMAT, rst.FORMAT, asciidoc.FORMAT, erb.FORMAT, text.FORMAT)
 
 _BY_SUFFIX = {suffix: fmt for fmt in FORMATS for suffix in fmt.suffixes}
 

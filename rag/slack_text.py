@@ -1,0 +1,74 @@
+"""The one renderer from the document model's normalised Markdown (rag/formats/model.py) to Slack
+mrkdwn: every answer path's text goes through `to_mrkdwn` (bot/blocks.py calls it), so no raw
+markup of any dialect reaches Slack.
+
+* Slack's control characters are escaped first (`&`, `<`, `>`): nothing can ping or link;
+* `**bold**` and `__bold__` are Slack's `*bold*`;
+* a link with an absolute URL is `text (url)`; a relative one (`/guide/x.html`, `x.md`) or an
+  in-page anchor (`#setup`) is its text only: the citation under the answer links the page;
+* a table is one `Header: value; Header: value` line per row, or a code block when it is wider
+  than WIDE_TABLE columns;
+* a callout (`**Note:** text`, a GitHub `> [!NOTE]` alert) is a quoted line with its label;
+* an explicit heading id (`{#id}`) and a code fence's language word are dropped;
+code (fenced blocks, code spans) is shown as written, escaped only.
+"""
+from __future__ import annotations
+
+import re
+
+WIDE_TABLE = 4  # columns: a wider table stays a code block (its lines would not read as sentences)
+
+_FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[^\n]*\n.*?^\1?[ \t]*\2[ \t]*$", re.M | re.S)
+_FENCE_LANGUAGE = re.compile(r"^([ \t]*(?:`{3,}|~{3,}))[ \t]*[\w+#.-]+[ \t]*$", re.M)
+_CODE_SPAN = re.compile(r"(`+)[^`\n].*?\1")
+_LINK = re.compile(r"\[([^\[\]\n]+)\]\(([^()\s]+)\)")
+_BOLD = re.compile(r"(\*\*|__)(\S(?:.*?\S)?)\1")
+_ALERT = re.compile(r"^&gt;[ \t]*\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\][ \t]*$", re.M | re.I)
+_LABELS = "Note|Tip|Info|Important|Warning|Caution|Danger|Success|Hint|Details"
+_CALLOUT = re.compile(rf"^\*\*((?:{_LABELS})\b[^*\n]*?:?)\*\*[ \t]*", re.M | re.I)
+_EXPLICIT_ID = re.compile(r"[ \t]*\{#[\w:.-]+\}[ \t]*$", re.M)
+_TABLE = re.compile(r"^\|.*\|[ \t]*\n\|[ \t:|-]+\|[ \t]*\n(?:\|.*\|[ \t]*(?:\n|$))*", re.M)
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def to_mrkdwn(text: str) -> str:
+    """Normalised Markdown (an answer, a quote of the docs) as Slack mrkdwn (see the module docstring)."""
+    text = escape(text)
+    out, at = [], 0
+    for code in _FENCE.finditer(text):
+        out += [_prose(text[at:code.start()]), _FENCE_LANGUAGE.sub(r"\1", code.group(0))]
+        at = code.end()
+    return "".join(out) + _prose(text[at:])
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters; this also defuses <!channel>, <@U…> and <url|…>."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _prose(text: str) -> str:
+    text = _TABLE.sub(lambda m: _table(m.group(0)), text)
+    text = _ALERT.sub(lambda m: f"&gt; **{m.group(1).capitalize()}:**", text)
+    text = _CALLOUT.sub(lambda m: f"&gt; **{m.group(1).rstrip(':')}:** ", text)
+    text = _EXPLICIT_ID.sub("", text)
+    out, at = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        out += [_inline(text[at:span.start()]), span.group(0)]
+        at = span.end()
+    return "".join(out) + _inline(text[at:])
+
+
+def _inline(text: str) -> str:
+    text = _LINK.sub(lambda m: f"{m.group(1)} ({m.group(2)})" if "://" in m.group(2) else m.group(1), text)
+    return _BOLD.sub(r"*\2*", text)
+
+
+def _table(table: str) -> str:
+    rows = [[cell.strip().replace("\\|", "|") for cell in _CELL_SPLIT.split(line.strip())[1:-1]]
+            for line in table.strip("\n").split("\n")]
+    header, body = rows[0], rows[2:]
+    if len(header) > WIDE_TABLE:
+        return "```\n" + table.strip("\n") + "\n```\n"
+    lines = ["; ".join(f"{name}: {value}" if name else value for name, value in zip(header, row) if value)
+             for row in body]
+    return "\n".join(line for line in lines if line) + "\n"
