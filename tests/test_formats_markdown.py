@@ -20,9 +20,10 @@ from rag.chunking import chunk_document
 from rag.documents import AccessRules, Document, DocumentError, load_folder, parse_document, read_document
 from rag.formats import Format, Section, default_include, format_for, suffixes
 from rag.levels import Level
+from tests.support.settings import SHARED
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "formats"
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "formats-dev"
+CORPORA = SHARED / "corpora" / "formats-dev"
 RULES = AccessRules({}, Level.public)
 
 
@@ -228,7 +229,7 @@ def _outside_code(doc: Document, chunk_text: str, anchor: str) -> str:
     return kept
 
 
-@pytest.mark.skipif(not CORPORA.is_dir(), reason="needs ../shared/corpora/formats-dev")
+@pytest.mark.shared
 @pytest.mark.parametrize("folder", ["trpc/www/docs", "httpx/docs"])
 def test_no_chunk_of_the_formats_dev_corpora_holds_markup_residue(folder: str):
     docs, skipped = load_folder(CORPORA / folder, ["**/*.md", "**/*.mdx"], [], RULES, 2_000_000)
