@@ -198,6 +198,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--commits", type=int, default=50, help="commits to replay after it")
     parser.add_argument("--files", type=int, default=10_000, help="files in the synthetic repository (0: skip)")
     args = parser.parse_args(argv[1:])
+    if args.commits and not CORPUS.is_dir():
+        print(f"eval bench-sync: the openshift-runbooks history is not at {CORPUS} (the shared corpora)",
+              file=sys.stderr)
+        return 2
     model = make_embedder(rag_config(Settings(_env_file=None)))
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
         ok = True
