@@ -1,40 +1,7 @@
-"""The access file: who may read which level, which channels have a level, who the admins are.
-
-A TOML file (path in `DOCSBOT_ACCESS_FILE`); every section is optional::
-
-    admins = ["U012ABCDEF"]            # may run `/docs sync`
-
-    [defaults]
-    member = "public"                  # full workspace members matched by no rule below
-    public_channel = "public"          # public channels not listed under [channels]
-
-    [users]                            # by user ID; wins over groups, domains and the default
-    U012ABCDEF = "restricted"
-    U0CONTRACT = "public"              # an entry can also lower someone's level
-
-    [groups]                           # Slack user group ID (needs usergroups:read)
-    S0SRE = "restricted"
-
-    [domains]                          # email domain (needs users:read.email)
-    "example.com" = "team"
-
-    [channels]                         # channel ID -> the level answers there may use
-    C0ENG = "team"
-    [channels.C0SRE]                   # or a table: level, scope, scope_mode, followups
-    scope = ["runbooks/**"]            # (bot/channel_rules.py)
-
-    [owners]                           # docs owners (CODEOWNERS, front matter `owner`) -> Slack
-    "@acme/sre" = "S0SRE"              # a user group: each member gets the weekly digest
-    "@alice" = ["U012ABCDEF"]          # one or more user IDs
-    "it-team" = "U0ITLEAD"             # a front matter owner, as written there
-
-An owner that is an e-mail address and not listed under [owners] is looked up in Slack
-(users.lookupByEmail, needs users:read.email); any other unlisted owner gets no digest.
-
-Levels are public < team < restricted. A user with no [users] entry gets the highest level of
-their groups and email domain, else `defaults.member`. Guests (single- and multi-channel) are
-always public, whatever the file says. A listed private channel is still capped by the lowest
-level among its members; a channel shared with another organisation is always public.
+"""The access file: who may read which level, which channels have a level, who the admins are,
+where each docs owner's digest goes. A TOML file (path in `DOCSBOT_ACCESS_FILE`); its format,
+every key with an example, is documented in docs/access.md (bot/access.example.toml is a copy to
+start from). Read again when it changes; a file that cannot be used is refused with the entry.
 """
 from __future__ import annotations
 

@@ -80,9 +80,10 @@ def load_docs(root: Path, settings: Settings, seed: int) -> list[Document]:
     return docs
 
 
-def make_queries(docs: list[Document], indexed: set[str], settings: Settings, count: int) -> list[str]:
+def make_queries(docs: list[Document], indexed: set[str], settings: Settings, count: int, golden_file: Path,
+                 ) -> list[str]:
     """Golden questions first, then heading paths of sections that were not indexed."""
-    golden = [json.loads(line)["question"] for line in (AWSDOCS / "golden.jsonl").read_text().splitlines() if line]
+    golden = [json.loads(line)["question"] for line in golden_file.read_text().splitlines() if line]
     headings: dict[str, None] = {}
     for doc in docs:
         if doc.path not in indexed:
@@ -208,18 +209,21 @@ def crossover(points: list[dict[str, Any]]) -> int | None:
 
 def run(
     workdir: Path, sizes: list[int], probe_sizes: list[int], queries: int, ingest_chunks: int, seed: int = 0,
-    log: Callable[[str], None] = lambda _: None,
+    log: Callable[[str], None] = lambda _: None, docs_dir: Path = AWSDOCS / "docs",
+    golden: Path = AWSDOCS / "golden.jsonl",
 ) -> dict[str, Any]:
+    """The figures over the real chunks of `docs_dir` (the shared awsdocs set unless told), queried
+    by the questions of `golden`."""
     settings = Settings(_env_file=None, data_dir=str(workdir / "ingest"))
     embedder = make_embedder(rag_config(settings))
-    docs = load_docs(AWSDOCS / "docs", settings, seed)
+    docs = load_docs(docs_dir, settings, seed)
 
     log(f"ingest: indexing ~{ingest_chunks} chunks with {embedder.name}, 1 thread vs threads vs processes ...")
     rate = measure_ingest(workdir, docs, settings, ingest_chunks)
     ingest_store = Store(settings.data_dir)
     base = ingest_store.chunks().to_arrow()
     base_vectors = base["vector"].combine_chunks().flatten().to_numpy().reshape(base.num_rows, -1)
-    texts = make_queries(docs, set(base["doc_path"].to_pylist()), settings, queries)
+    texts = make_queries(docs, set(base["doc_path"].to_pylist()), settings, queries, golden)
     corpus = Corpus(base, texts, embedder.embed(texts))
     log("query embedding while a sync embeds in the same process ...")
     rate["query_embed"] = query_latency(base["search_text"].to_pylist()[:32], texts[:20], settings.embedding_batch)
@@ -341,6 +345,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--ingest-chunks", type=int, default=400, help="real chunks embedded and indexed")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
+    if not AWSDOCS.is_dir():
+        print(f"eval bench: the awsdocs dev set is not at {AWSDOCS} (the shared eval folder)", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="docsbot-bench-") as tmp:
         result = run(Path(tmp), args.sizes, args.probe_sizes, args.queries, args.ingest_chunks, log=_log)
     print(json.dumps(result, indent=2) if args.json else report(result))

@@ -39,8 +39,8 @@ from bot.local.standin import SlackStandIn, Workspace
 from sync.folder import ensure_index
 from docsbot.settings import Settings
 from docsbot.wiring import lease_config, open_engine
-from tests.support.scratch_db import scratch_database
-from tests.standins.openai_server import OpenAIStandIn
+from eval.scratch_db import scratch_database
+from eval.standins.openai_server import OpenAIStandIn
 
 TARGET_P99_S = 0.300
 REPO = Path(__file__).resolve().parent.parent

@@ -32,7 +32,7 @@ from docsbot.settings import Settings
 from rag import Level
 from state.audience import AudienceChanges
 from state.opening import open_state
-from tests.support.clock import Clock
+from eval.clock import Clock
 
 ASKER = demo.BOB  # team, a member of every channel
 

@@ -36,7 +36,7 @@ from docsbot.settings import Settings
 from docsbot.wiring import lease_config, open_engine, rag_config
 from rag import Engine
 from sync.folder import ensure_index
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import OpenAIStandIn
 
 REPO = Path(__file__).resolve().parent.parent
 REPLY = "Use the VPN portal [1]."

@@ -33,73 +33,14 @@ from typing import Any
 import numpy as np
 from pydantic import SecretStr
 
-from sync.folder import index_folder
 from docsbot.settings import Settings
 from docsbot.wiring import lease_config, rag_config, sync_config
+from eval.repos import commit_files, index_differences, rebuild_at, run_git
 from rag import Embedder, Engine, ExtractiveAnswerer, Store, make_embedder
+from sync.folder import index_folder
 from sync.service import run_sync
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "openshift-runbooks"
-GIT_USER = ("-c", "user.name=Docs Writer", "-c", "user.email=docs@example.com", "-c", "init.defaultBranch=main")
-
-
-def run_git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", *GIT_USER, *args], cwd=repo, capture_output=True, text=True, check=True)
-    return done.stdout.strip()
-
-
-def commit_files(repo: Path, files: dict[str, str | bytes | None], message: str = "docs") -> str:
-    """Write (text or bytes) or delete (None) files, commit everything, return the commit id."""
-    for rel, content in files.items():
-        target = repo / rel
-        if content is None:
-            target.unlink()
-        elif isinstance(content, bytes):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content)
-    run_git(repo, "add", "-A")
-    run_git(repo, "commit", "-q", "--allow-empty", "-m", message)
-    return run_git(repo, "rev-parse", "HEAD")
-
-
-def rebuild_at(settings: Settings, source: Path, commit: str, dest: Path, embedder: Embedder) -> Path:
-    """A full `docsbot index` of a clone of `source` checked out at `commit`, into dest/index
-    (every row rewritten; text already in dest's own vector cache is not embedded again)."""
-    clone = dest / "clone"
-    if not clone.exists():
-        subprocess.run(["git", "clone", "-q", str(source), str(clone)], check=True)
-    run_git(clone, "fetch", "-q", "origin", "+refs/heads/*:refs/remotes/origin/*")
-    run_git(clone, "checkout", "-q", "--force", "--detach", commit)
-    data = dest / "index"
-    own = settings.model_copy(update={"data_dir": str(data)})
-    engine = Engine(rag_config(own), Store(str(data)), embedder, ExtractiveAnswerer())
-    index_folder(engine, lease_config(own), clone / settings.repo_subdir)
-    return data
-
-
-def index_rows(data_dir: Path | str) -> list[dict]:
-    return Store(str(data_dir)).chunks().to_arrow().sort_by("chunk_id").to_pylist()
-
-
-def index_differences(synced: Path | str, rebuilt: Path | str, atol: float = 1e-5) -> list[str]:
-    """How two indexes differ: chunk ids, any column, or vectors beyond float tolerance (the model
-    batches texts differently in two runs). Empty when they are the same."""
-    mine, theirs = index_rows(synced), index_rows(rebuilt)
-    ids_a, ids_b = [r["chunk_id"] for r in mine], [r["chunk_id"] for r in theirs]
-    if ids_a != ids_b:
-        return [f"chunk ids: {len(set(ids_a) - set(ids_b))} only synced, {len(set(ids_b) - set(ids_a))} only rebuilt"]
-    found = []
-    for a, b in zip(mine, theirs):
-        va, vb = np.asarray(a.pop("vector")), np.asarray(b.pop("vector"))
-        columns = [k for k in a if a[k] != b[k]]
-        if columns:
-            found.append(f"{a['chunk_id']}: {', '.join(columns)} differ")
-        elif not np.allclose(va, vb, atol=atol):
-            found.append(f"{a['chunk_id']}: vector differs by {float(np.abs(va - vb).max()):.2e}")
-    return found
 
 
 @dataclass
@@ -257,6 +198,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--commits", type=int, default=50, help="commits to replay after it")
     parser.add_argument("--files", type=int, default=10_000, help="files in the synthetic repository (0: skip)")
     args = parser.parse_args(argv[1:])
+    if args.commits and not CORPUS.is_dir():
+        print(f"eval bench-sync: the openshift-runbooks history is not at {CORPUS} (the shared corpora)",
+              file=sys.stderr)
+        return 2
     model = make_embedder(rag_config(Settings(_env_file=None)))
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
         ok = True

@@ -37,6 +37,7 @@ _TEXT_FIELDS = ("title", "version", "area", "owner")
 _SCALARS = (str, int, float, datetime.date)  # what a text field may be written as (`version: 2.3`)
 _LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
 DRAFT_SKIPPED = "draft (status: draft; set DOCSBOT_INDEX_DRAFTS=true to index drafts)"
+NO_TEXT = "no text to index (the file is empty, or holds only a title or front matter)"
 
 REASON_MAX = 200
 
@@ -309,12 +310,15 @@ def read_document(root: Path, rel: str, rules: AccessRules, max_bytes: int,
     """One file under root as a Document, or DocumentError (a huge file is never loaded, a
     symbolic link is never followed, a FIFO does not block the open). Its includes are read
     with the same checks. `folders`: root's language folders, when the caller has listed them.
-    `drafts`: a draft is read too (else it is skipped, DRAFT_SKIPPED)."""
+    `drafts`: a draft is read too (else it is skipped, DRAFT_SKIPPED). A file with no text gives
+    no chunk, so it is skipped too (NO_TEXT): every count of documents is of the index's."""
     doc = parse_document(rel, _read_file(root, rel, max_bytes), rules, max_bytes,
                          read=lambda other: _read_include(root, other, max_bytes),
                          folders=language_folders(root) if folders is None else folders)
     if doc.status == DRAFT and not drafts:
         raise DocumentError(DRAFT_SKIPPED)
+    if not any(block.text.strip() for section in doc.sections for block in section.blocks):
+        raise DocumentError(NO_TEXT)
     return doc
 
 

@@ -23,7 +23,6 @@ from opentelemetry import trace
 
 from rag import (
     DocumentError, Embedder, Ownership, Provenance, Store, chunking_signature, inside, left_out_pages, make_embedder,
-    not_utf8,
 )
 from state.db import StateUnavailable
 from state.sync_status import SyncStatus
@@ -32,7 +31,7 @@ from sync.changes import Scope, changes_between
 from sync.config import SyncConfig
 from sync.errors import SyncError
 from sync.folder import folder_provenance, head_commit
-from sync.gitcmd import git, has_commit, is_ancestor, last_commits, redact, toplevel
+from sync.gitcmd import has_commit, is_ancestor, last_commits, redact, toplevel
 from sync.lease import WriterLease, checked_writes, writer_lease
 from sync.progress import recording
 from sync.reindex import Applied, apply_paths, reconcile
@@ -150,10 +149,11 @@ def _sync_git(
         owners = owners.with_front_matter(read, [*changes.removed, *(path for path, _ in skipped)])
         changes.uncount(skipped)
         skipped = changes.skipped + skipped
-        in_scope = [p for p in _files_at(copy.path, head, subdir) if scope.covers(p) and not not_utf8(p)]
+        # Unchanged: the index's documents this commit left alone (a skipped file is no document).
+        written = set(changes.upsert) - {path for path, _ in skipped}
         applied = Applied(
             added=changes.added, modified=changes.modified, deleted=changes.deleted, renamed=changes.renamed,
-            unchanged=len(in_scope) - len(set(changes.upsert)), skipped=skipped, stats=stats,
+            unchanged=store.counts()["documents"] - len(written), skipped=skipped, stats=stats,
         )
         _fill(report, "incremental", applied)
     else:
@@ -218,12 +218,6 @@ def _reconcile_reason(
     if not is_ancestor(repo, indexed, head):
         return f"indexed commit {indexed[:7]} is not an ancestor of {head[:7]} (history rewritten)"
     return ""
-
-
-def _files_at(repo: Path, commit: str, subdir: str) -> list[str]:
-    prefix = subdir + "/" if subdir else ""
-    out = git(repo, "ls-tree", "-r", "-z", "--name-only", commit, "--", prefix or ".")
-    return [p[len(prefix):] for p in out.split("\0") if p]
 
 
 def _provenance(commits: dict[str, tuple[str, str]]) -> dict[str, Provenance]:

@@ -16,14 +16,20 @@ from docsbot.settings import Settings
 from docsbot.wiring import lease_config, open_engine, rag_config
 from rag import Engine, ExtractiveAnswerer, LocalMiniLM, Store
 from sync.folder import index_folder
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import OpenAIStandIn
 from tests.standins.s3 import LocalS3, local_s3
 from tests.support.clients import close_dropped_clients
-from tests.support.scratch_db import scratch_database
-from tests.support.settings import SAMPLE_DOCS, make_settings
+from eval.scratch_db import scratch_database
+from tests.support.settings import SAMPLE_DOCS, SHARED, make_settings
 
 # Read at import: `_clean_env` removes every DOCSBOT_* variable before each test.
 TEST_DATABASE_URL = os.environ.get("DOCSBOT_TEST_DATABASE_URL", "")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked `shared` (run by `make eval`) fails when ../shared is missing: never a silent skip."""
+    if item.get_closest_marker("shared") and not SHARED.is_dir():
+        pytest.fail(f"{item.nodeid} reads the shared eval folder, and {SHARED} is not there", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,5 @@
-"""Smoke test of `python -m eval bench` on tiny tables: structure and sane values, no timings."""
+"""Smoke test of `python -m eval bench` on tiny tables made from the sample docs: structure and sane
+values, no timings."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,6 +8,7 @@ import numpy as np
 
 from eval import bench
 from eval.bench_audience import Load, report, run_mode
+from tests.support.settings import REPO, SAMPLE_DOCS
 
 
 def test_exact_top_applies_the_access_mask() -> None:
@@ -31,7 +33,8 @@ def test_crossover_is_where_ann_stays_faster() -> None:
 
 
 def test_bench_runs_end_to_end(tmp_path: Path) -> None:
-    result = bench.run(tmp_path, sizes=[2_000], probe_sizes=[1_000], queries=6, ingest_chunks=25)
+    result = bench.run(tmp_path, sizes=[2_000], probe_sizes=[1_000], queries=6, ingest_chunks=25,
+                       docs_dir=SAMPLE_DOCS, golden=REPO / "eval" / "golden.jsonl")
     figures = result["retrieval"]["2000"]
     for name, _, _ in bench.FILTERS:
         row = figures[name]

@@ -32,8 +32,8 @@ from state.sync_requests import SyncRequests
 from tests.support.settings import SAMPLE_DOCS
 from tests.support.slack import BREAK_GLASS, VPN, answers, mention, model_settings, with_model
 from tests.support.waiting import until
-from tests.standins.openai_server import Failure as OpenAIFailure
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import Failure as OpenAIFailure
+from eval.standins.openai_server import OpenAIStandIn
 
 
 def updates(local: LocalSlack) -> list[dict[str, Any]]:

@@ -53,7 +53,7 @@ async def test_every_surface_is_reachable_from_the_console(
         console = Console(local)
         await console.handle(":channel dm")
         await console.handle(":user eve")  # not bob's DM any more: eve's own
-        assert console.prompt() == "[eve in DM with eve]> " and "eve's own DM" in capsys.readouterr().out
+        assert console.prompt() == "[eve in DM with docsbot]> " and "eve's own DM" in capsys.readouterr().out
         await console.handle(":user bob")
         await console.handle(":home")
         shown = capsys.readouterr().out

@@ -2,7 +2,7 @@
 import json
 from pathlib import Path
 
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import OpenAIStandIn
 from tests.support.cli import docsbot
 
 GOOD = ("---\ntitle: Deploy Policy\nversion: '2.3'\naccess: team\n---\n## Deploy windows\n\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from docsbot.wiring import sync_config
-from eval.bench_sync import commit_files
+from eval.repos import commit_files
 from rag import LocalMiniLM, Ownership, Store, find_codeowners, parse_codeowners
 from sync.service import run_sync
 from tests.support.sync import new_repo, sync_settings

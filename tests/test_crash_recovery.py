@@ -15,7 +15,7 @@ from bot.local.standin import SlackStandIn, visible_text
 from bot.recovery import ORPHANED
 from docsbot.settings import Settings
 from rag.engine import Engine
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import OpenAIStandIn
 from tests.support.served import served_with
 from tests.support.waiting import until
 

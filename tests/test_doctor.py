@@ -19,7 +19,7 @@ from docsbot.doctor import Finding, manifest_scopes, run_checks
 from docsbot.settings import Settings
 from rag.engine import Engine
 from tests.support.settings import REPO
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import OpenAIStandIn
 
 
 @dataclass

@@ -22,7 +22,7 @@ from rag.levels import Level
 from rag.prompt import PROMPT_VERSION
 from state.answers import AnswerLog, AnswerLogError
 from state.opening import open_state
-from tests.support.clock import Clock
+from eval.clock import Clock
 from tests.support.settings import SAMPLE_DOCS
 from tests.support.together import run_together
 

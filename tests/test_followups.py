@@ -25,7 +25,7 @@ from rag import Level
 from rag.engine import Engine
 from state.answers import AnswerRow
 from state.dedupe import DedupeKey
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import OpenAIStandIn
 from tests.support.slack import VPN, mention
 from tests.support.waiting import until
 

@@ -18,7 +18,6 @@ from tests.support.settings import SHARED
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats" / "asciidoc"
 PDF_DOCS = SHARED / "corpora" / "formats-dev" / "asciidoctor-pdf" / "docs"
-needs_pdf_docs = pytest.mark.skipif(not PDF_DOCS.is_dir(), reason="the formats-dev corpora are not here")
 
 
 def load(rel: str, root: Path = FIXTURES) -> Parsed:
@@ -195,7 +194,7 @@ def test_residue_check_catches_raw_asciidoc() -> None:
     assert residue(Block("prose", raw + "\nsee xref:a.adoc[] and {x}\n"))
 
 
-@needs_pdf_docs
+@pytest.mark.shared
 def test_every_page_parses_without_asciidoc_residue() -> None:
     files = sorted(PDF_DOCS.glob("modules/*/pages/**/*.adoc"))
     assert len(files) > 80

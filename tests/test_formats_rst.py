@@ -19,7 +19,6 @@ from tests.support.settings import SHARED
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats" / "rst"
 FLASK = SHARED / "corpora" / "formats-dev" / "flask" / "docs"
-needs_flask = pytest.mark.skipif(not FLASK.is_dir(), reason="the formats-dev corpora are not here")
 
 
 def load(rel: str, root: Path = FIXTURES) -> Parsed:
@@ -182,7 +181,7 @@ def test_residue_check_catches_raw_rst() -> None:
     assert residue(Block("prose", raw))
 
 
-@needs_flask
+@pytest.mark.shared
 def test_every_flask_page_parses_without_rst_residue() -> None:
     files = sorted(FLASK.rglob("*.rst"))
     assert len(files) > 50

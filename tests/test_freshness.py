@@ -17,7 +17,7 @@ from bot.blocks import answer_body, answer_message, citation_line
 from bot.gaps import GapFinder
 from docsbot.cli import render_answer
 from docsbot.wiring import lease_config, rag_config, sync_config
-from eval.bench_sync import commit_files
+from eval.repos import commit_files
 from rag import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics, Engine, ExtractiveAnswerer, Level, LocalMiniLM, Store
 from rag.documents import DRAFT_SKIPPED, AccessRules, DocumentError, load_folder, parse_document
 from rag.freshness import age_words, period_days
@@ -28,7 +28,7 @@ from state.gaps import Reader
 from state.opening import open_state
 from sync.folder import index_folder
 from sync.service import run_sync
-from tests.support.clock import Clock
+from eval.clock import Clock
 from tests.support.settings import make_settings
 from tests.support.sync import new_repo
 

@@ -12,7 +12,7 @@ from rag.procedures import widen
 from rag.prompt import DECLINE_MARKER, REMINDER, Source, build_messages, select_sources
 from rag.spans import parse
 from tests.support.settings import make_settings
-from tests.standins.openai_server import Failure
+from eval.standins.openai_server import Failure
 
 SOURCES = [Source(1, "Deploy Policy", "Deploy windows", "No deploys on Fridays.")]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from docsbot.wiring import sync_config
-from eval.bench_sync import GIT_USER, commit_files, index_rows, run_git
+from eval.repos import GIT_USER, commit_files, index_rows, run_git
 from rag.documents import REASON_MAX, AccessRules, DocumentError, load_folder, parse_document, read_document
 from rag.paths import NAME_MAX, PATH_MAX, scan_folder
 from rag.embeddings import LocalMiniLM

@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from docsbot.wiring import sync_config
-from eval.bench_sync import commit_files, index_rows
+from eval.repos import commit_files, index_rows
 from rag.paths import NOT_UTF8_NAME
 from rag.embeddings import LocalMiniLM
 from state.opening import open_state

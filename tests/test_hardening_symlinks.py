@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from docsbot.cli import main
-from eval.bench_sync import commit_files, index_rows
+from eval.repos import commit_files, index_rows
 from rag.documents import AccessRules, DocumentError, load_folder, read_document
 from rag.paths import HIDDEN, SYMLINK
 from rag.levels import Level

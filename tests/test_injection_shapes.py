@@ -11,7 +11,7 @@ from docsbot.settings import Settings
 from docsbot.wiring import rag_config
 from rag import Engine, ExtractiveAnswerer, LocalMiniLM, Store
 from rag.levels import Level
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import OpenAIStandIn
 from tests.support.settings import make_settings
 from tests.support.slack import model_settings, with_model
 

@@ -124,7 +124,7 @@ def test_language_tags_are_known_codes_written_the_canonical_way() -> None:
 
 
 def test_documents_carry_language_and_page(tmp_path: Path) -> None:
-    root = write(tmp_path / "docs", {**PAGES, "en/x.md": "# X\n", "ja/x.md": "# X\n"})
+    root = write(tmp_path / "docs", {**PAGES, "en/x.md": "# X\n\nText.\n", "ja/x.md": "# X\n\nテキスト。\n"})
     docs, skipped = load_folder(root, ["**/*.mdx", "**/*.md"], [], rag_config(make_settings(tmp_path)).docs
                                 .access_rules(), 100_000)
     assert not skipped

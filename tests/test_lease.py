@@ -20,7 +20,7 @@ from state.opening import open_state
 from state.leases import Leases
 from sync.errors import SyncBusy
 from sync.lease import INDEX_WRITER, WriterLease, writer_lease
-from tests.support.clock import Clock
+from eval.clock import Clock
 from tests.support.settings import make_settings
 
 REPO = Path(__file__).resolve().parent.parent

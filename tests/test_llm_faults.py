@@ -24,7 +24,7 @@ from rag.levels import Level
 from rag.prompt import Source, looks_injected, select_sources
 from tests.support.settings import make_settings
 from tests.support.slack import VPN, answers, chat_methods, mention, model_settings, streamed_text, with_model
-from tests.standins.openai_server import (
+from eval.standins.openai_server import (
     EMPTY_CHOICES, GARBAGE, HTML_PAGE, BrokenStream, Fault, OpenAIStandIn, RawReply,
 )
 

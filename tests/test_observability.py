@@ -25,12 +25,12 @@ from docsbot.cli import load_settings
 from docsbot.errors import UserError
 from docsbot.settings import Settings
 from rag.engine import Engine
-from eval.bench_sync import commit_files
+from eval.repos import commit_files
 from tests.support.settings import REPO
 from tests.support.slack import with_model
 from tests.support.sync import new_repo
-from tests.standins.openai_server import Failure as OpenAIFailure
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import Failure as OpenAIFailure
+from eval.standins.openai_server import OpenAIStandIn
 
 VPN = "how do I set up the VPN?"
 UNKNOWN = "what is the airspeed velocity of an unladen swallow?"

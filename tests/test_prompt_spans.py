@@ -12,7 +12,7 @@ from rag.levels import Level
 from rag.prompt import Source
 from rag.sourcing import span_sources
 from rag.spans import fences_balanced
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import OpenAIStandIn
 from tests.test_extractive_spans import in_order
 from tests.support.settings import make_settings
 

@@ -17,7 +17,7 @@ from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import Workspace, visible_text
 from docsbot.settings import Settings
 from rag.engine import Engine
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import OpenAIStandIn
 from tests.support.slack import VPN, answers, mention, model_settings, with_model
 
 def crowd() -> Workspace:

@@ -14,7 +14,7 @@ from bot.local.standin import Call, Failure, visible_text
 from docsbot.settings import Settings
 from eval.bench_ratelimits import REPLY, Burst, run_burst
 from rag.engine import Engine
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import OpenAIStandIn
 from tests.support.slack import VPN, answers, mention, model_settings, with_model
 # load: chat.update 10/min and chat.postMessage 1 per 5 s for 40 questions), time x10.
 SMALL_BURST = Burst(people=20, per_person=2, updates_per_minute=10, post_every_s=5.0, speed=10.0)

@@ -16,7 +16,7 @@ import pytest
 from alembic.script import ScriptDirectory
 
 from docsbot.wiring import llm_config
-from eval.bench_sync import commit_files
+from eval.repos import commit_files
 from rag import Answer, Diagnostics
 from rag.generation import OpenAIChat, ProviderError
 from rag.prompt import Source
@@ -26,7 +26,7 @@ from state.opening import open_state
 from state.ratelimit import RateLimit, RateWindow
 from sync.gitcmd import GitError
 from sync.workcopy import WorkCopy
-from tests.standins.openai_server import Failure, OpenAIStandIn
+from eval.standins.openai_server import Failure, OpenAIStandIn
 from tests.support.settings import make_settings
 from tests.support.sync import new_repo
 

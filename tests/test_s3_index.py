@@ -15,7 +15,7 @@ import pytest
 
 from docsbot.cli import main
 from docsbot.wiring import rag_config, sync_config
-from eval.bench_sync import commit_files
+from eval.repos import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer

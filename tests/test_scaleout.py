@@ -37,7 +37,7 @@ from bot.app import EVENTS_PATH
 from bot.blocks import FEEDBACK_DOWN, THINKING
 from bot.deliveries import SlackDeliveries, buttons
 from bot.local.standin import SlackStandIn, visible_text
-from eval.bench_sync import commit_files
+from eval.repos import commit_files
 from state.answers import AnswerLog
 from state.db import StateDB
 from state.opening import open_state

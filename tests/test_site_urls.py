@@ -14,7 +14,7 @@ from bot.blocks import answer_message, citation_line
 from docsbot.cli import render_answer
 from docsbot.settings import Settings
 from docsbot.wiring import lease_config, open_engine, rag_config
-from eval.bench_sync import run_git
+from eval.repos import run_git
 from rag import Answer, Citation, Diagnostics, Level, LocalMiniLM
 from rag.site import SITE_LAYOUTS, SiteInfo, detect_layout, detect_site, page_url, routing_front_matter
 from rag.store import Store, chunk_schema
@@ -22,7 +22,6 @@ from sync.folder import index_folder
 from tests.support.settings import SHARED, make_settings
 
 FORMATS = SHARED / "corpora" / "formats-dev"
-needs_formats = pytest.mark.skipif(not FORMATS.is_dir(), reason="the formats-dev corpora are not here")
 
 
 # -- each generator's rules ------------------------------------------------------------------------
@@ -125,7 +124,7 @@ def test_anchors_encoding_and_no_base() -> None:
 
 
 # -- the four real trees of formats-dev ------------------------------------------------------------
-@needs_formats
+@pytest.mark.shared
 def test_detect_layout_on_the_real_trees() -> None:
     assert detect_layout(FORMATS / "flask" / "docs") == "sphinx"  # dirhtml is not in conf.py (see rag/site_urls.py)
     assert detect_layout(FORMATS / "trpc" / "www" / "docs") == "docusaurus"  # no config copied: sidebar front matter
@@ -136,7 +135,7 @@ def test_detect_layout_on_the_real_trees() -> None:
     assert detect_site(FORMATS / "httpx") == SiteInfo("mkdocs", source="docs")  # the repository root indexed
 
 
-@needs_formats
+@pytest.mark.shared
 def test_real_paths_map_to_their_published_pages() -> None:
     flask = FORMATS / "flask" / "docs"
     assert page_url("sphinx-dirhtml", "https://flask.palletsprojects.com/en/stable/", "patterns/appfactories.rst", {},

@@ -7,7 +7,7 @@ import asyncio
 
 from state.opening import open_state
 from state.placeholders import Orphan, PlaceholderJournal
-from tests.support.clock import Clock
+from eval.clock import Clock
 
 ORPHAN = Orphan("A1", "C1", "1700000000.000100", "1700000000.000001", "U_BOB", "how do I set up the VPN?", "mention")
 

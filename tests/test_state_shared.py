@@ -16,7 +16,7 @@ from state.opening import open_state
 from state.audience import KEEP_S, AudienceChanges
 from state.dedupe import Dedupe
 from state.ratelimit import RateLimit
-from tests.support.clock import Clock
+from eval.clock import Clock
 from tests.support.together import run_together
 
 

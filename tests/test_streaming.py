@@ -17,7 +17,7 @@ from rag.generation import OpenAIChat
 from rag.prompt import Source
 from tests.support.settings import make_settings
 from tests.support.slack import VPN, answers, chat_methods, mention, model_settings, streamed_text, with_model
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import OpenAIStandIn
 
 LONG = "Connect through the VPN portal & sign in with your SSO account [1]. " * 12
 

@@ -18,7 +18,7 @@ from pydantic import SecretStr
 
 from docsbot.cli import main
 from docsbot.wiring import rag_config, state_config, sync_config
-from eval.bench_sync import commit_files, index_rows, rebuild_at, run_git
+from eval.repos import commit_files, index_rows, rebuild_at, run_git
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from docsbot.wiring import sync_config
-from eval.bench_sync import commit_files, index_rows
+from eval.repos import commit_files, index_rows
 from rag.embeddings import LocalMiniLM
 from sync.service import run_sync
 from tests.support.sync import new_repo, sync_settings

@@ -1,41 +1,46 @@
-"""Replaying real history: the openshift/runbooks repository, commit by commit, synced
-incrementally and compared after every commit with a full rebuild at the same commit."""
+"""Replaying real history: nine commits of openshift/runbooks (tests/fixtures/runbooks-history),
+synced incrementally and compared after every commit with a full rebuild at the same commit. The
+stretch adds, edits and renames runbooks, has two commits outside alerts/ (nothing to do), and
+ends with 15 files moved into per-operator folders. `python -m eval bench-sync` replays the whole
+history of ../shared/corpora/openshift-runbooks the same way."""
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
 
 from docsbot.wiring import sync_config
-from eval.bench_sync import rebuild_at, run_git
+from eval.repos import rebuild_at, run_git
 from rag.embeddings import LocalMiniLM
 from sync.service import run_sync
-from tests.support.sync import BUNDLE, assert_same_index, sync_settings
-# commits outside alerts/ (nothing to do), and 15 files moved into a per-operator folder.
-START, STOP = 8, 16
+from tests.support.sync import assert_same_index, new_repo, sync_settings
+
+HISTORY = Path(__file__).parent / "fixtures" / "runbooks-history" / "history.fi"
 
 
-def first_parent_commits() -> list[str]:
-    lines = (BUNDLE / "commits_first_parent.jsonl").read_text().splitlines()
-    return [json.loads(line)["commit"] for line in lines]
+def history_repo(path: Path) -> list[str]:
+    """The fixture's commits imported into a new repository at `path`: their ids, oldest first."""
+    repo = new_repo(path)
+    with HISTORY.open("rb") as stream:
+        subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, stdin=stream, check=True)
+    return run_git(repo, "rev-list", "--reverse", "master").split()
 
 
 def test_replay_matches_full_rebuild_after_every_commit(tmp_path: Path, embedder: LocalMiniLM) -> None:
-    commits = first_parent_commits()
     source = tmp_path / "upstream"
-    subprocess.run(["git", "clone", "-q", str(BUNDLE / "openshift-runbooks.bundle"), str(source)], check=True)
+    commits = history_repo(source)
+    assert len(commits) == 9
     settings = sync_settings(tmp_path, source, repo_subdir="alerts", repo_web="https://github.com/openshift/runbooks")
 
-    run_git(source, "checkout", "-q", "-B", "master", commits[START])
+    run_git(source, "checkout", "-q", "-B", "master", commits[0])
     first = run_sync(sync_config(settings), embedder)
-    assert (first.mode, first.commit_after) == ("reconcile", commits[START])
+    assert (first.mode, first.commit_after) == ("reconcile", commits[0])
     # The reference starts as a copy, so the 69 starting chunks are embedded once, not twice; each
     # rebuild below still rewrites every row, and embeds every new text on its own.
     shutil.copytree(settings.data_dir, tmp_path / "ref" / "index")
 
     seen: dict[str, int] = {"added": 0, "modified": 0, "renamed": 0}
-    for commit_id in commits[START + 1:STOP + 1]:
+    for commit_id in commits[1:]:
         run_git(source, "checkout", "-q", "-B", "master", commit_id)  # upstream moves on
         calls = embedder.calls
         report = run_sync(sync_config(settings), embedder)

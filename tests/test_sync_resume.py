@@ -14,26 +14,22 @@ import time
 from pathlib import Path
 
 from docsbot.wiring import state_config, sync_config
-from eval.bench_sync import commit_files, run_git
+from eval.repos import commit_files, run_git
 from rag.store import Store
 from state.opening import open_state
 from state.sync_status import SyncProgressRow
 from sync.status import load_status, render_status
-from tests.support.settings import REPO, SHARED
+from tests.support.settings import REPO, SAMPLE_DOCS
 from tests.support.sync import new_repo, sync_settings
 
-AWSDOCS = SHARED / "eval" / "awsdocs-dev" / "docs"
 LEASE_TTL_S = 2.0
-FILES = 16  # ~130 chunks: a few saves to the vector cache before half-way, on a fast or a busy machine
 
 
 def docs_repo(path: Path) -> Path:
+    """The sample docs (docs-sync/, ~200 chunks: a few saves to the vector cache before half-way,
+    on a fast or a busy machine) committed to a new repository."""
     repo = new_repo(path)
-    sources = sorted(AWSDOCS.rglob("*.md"))[:FILES]
-    for source in sources:
-        target = repo / source.relative_to(AWSDOCS)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+    shutil.copytree(SAMPLE_DOCS, repo, dirs_exist_ok=True)
     commit_files(repo, {}, "docs")
     return repo
 

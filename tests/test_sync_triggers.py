@@ -18,7 +18,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from docsbot.settings import Settings
 from docsbot.wiring import state_config, sync_config
-from eval.bench_sync import commit_files
+from eval.repos import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.store import Store
 from state.opening import open_state

@@ -2,7 +2,7 @@
 which setting (issue: a Sphinx or Antora tree synced with `DOCSBOT_INCLUDE=**/*.md`)."""
 from pathlib import Path
 
-from eval.bench_sync import run_git
+from eval.repos import run_git
 from rag.unindexed import left_out_pages
 from tests.support.cli import docsbot
 from tests.support.sync import new_repo

@@ -57,8 +57,11 @@ class Console:
         return f"#{info.get('name', channel_id)}"
 
     def prompt(self) -> str:
-        where = self.channel_name(self.channel) + (" (thread)" if self.thread_ts else "")
-        return f"[{self.user_name(self.user)} in {where}]> "
+        """Where the person typing is; a DM is theirs with the bot, so it is named by the bot."""
+        ws = self.local.standin.workspace
+        is_dm = ws.channels.get(self.channel, {}).get("is_im")
+        where = f"DM with {self.user_name(ws.bot_user_id)}" if is_dm else self.channel_name(self.channel)
+        return f"[{self.user_name(self.user)} in {where}{' (thread)' if self.thread_ts else ''}]> "
 
     def find(self, kind: str, name: str) -> str | None:
         ws = self.local.standin.workspace

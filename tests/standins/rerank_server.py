@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.standins.threaded import ThreadedServer
+from eval.standins.threaded import ThreadedServer
 
 
 class RerankStandIn(ThreadedServer):

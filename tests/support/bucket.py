@@ -5,7 +5,7 @@ from pathlib import Path
 
 from docsbot.settings import Settings
 from docsbot.wiring import sync_config
-from eval.bench_sync import commit_files
+from eval.repos import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.levels import Level

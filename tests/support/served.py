@@ -18,7 +18,7 @@ from eval.bench_acks import free_port, serve_env
 from bot.deliveries import SlackDeliveries
 from bot.local.standin import SlackStandIn
 from tests.support.settings import REPO
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import OpenAIStandIn
 
 
 @dataclass

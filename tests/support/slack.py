@@ -11,7 +11,7 @@ from docsbot.settings import Settings
 from docsbot.wiring import rag_config
 from rag.engine import Engine
 from rag.generation import make_generator
-from tests.standins.openai_server import OpenAIStandIn
+from eval.standins.openai_server import OpenAIStandIn
 
 VPN = "how do I set up the VPN?"
 BREAK_GLASS = "who approves break-glass access to the production database?"

@@ -1,15 +1,13 @@
 """Helpers for the sync tests: real git repositories in a temp dir, and the
-comparison of an incrementally synced index with a full rebuild (shared with the benchmark)."""
+comparison of an incrementally synced index with a full rebuild (eval/repos.py: shared with the benchmark)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from docsbot.settings import Settings
-from eval.bench_sync import CORPUS, index_differences, index_rows, run_git
+from eval.repos import index_differences, index_rows, run_git
 from rag.store import Store
 from tests.support.settings import make_settings
-
-BUNDLE = CORPUS
 
 
 def new_repo(path: Path) -> Path:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from aiohttp import web
 
-from tests.standins.threaded import ThreadedServer
+from eval.standins.threaded import ThreadedServer
 
 
 @dataclass
