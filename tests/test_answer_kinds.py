@@ -5,11 +5,21 @@ is from the Sourcegraph handbook (content/departments/engineering/teams/release/
 Copyright Sourcegraph)."""
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
+from docsbot.settings import Settings
+from docsbot.wiring import rag_config
+from rag import answerability
+from rag.embeddings import LocalMiniLM
+from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.kinds import lacks_value, thread_kind
+from rag.levels import Level
 from rag.prompt import DECLINE_MARKER, Source
+from rag.store import Store
 
 LEAVE = [Source(1, "Benefits", "Benefits › Compassionate leave", (
     "When someone close to you dies, you can take paid time off to grieve, make arrangements and settle "
@@ -79,3 +89,17 @@ def test_thread_kind(question: str, history: list[tuple[str, str]], kind: str | 
 ])
 def test_lacks_value(kind: str, text: str, lacks: bool) -> None:
     assert lacks_value(kind, text) is lacks
+
+
+async def test_a_value_asked_goes_past_a_declining_gate_only_when_the_answer_holds_it(
+    sample_index: Path, settings: Settings, embedder: LocalMiniLM
+) -> None:
+    """On the sample docs, with a gate that declines everything: the duration of break-glass
+    credentials is quoted (it holds '4 hours'); a how-to is still declined, with its near miss."""
+    shutil.copytree(sample_index, settings.data_dir)
+    closed = answerability.Model({}, {}, {}, 0.0, 1.1)
+    engine = Engine(rag_config(settings), Store(settings.data_dir), embedder, ExtractiveAnswerer(), closed)
+    held = await engine.ask("how long are break-glass db credentials valid?", Level.restricted)
+    assert held.answered and "4 hours" in held.answer
+    how = await engine.ask("tidepool-api is throwing 500s since the last deploy, how do I roll it back?", Level.team)
+    assert not how.answered and how.abstain_reason == "no_match" and how.near_miss is not None
