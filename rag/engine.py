@@ -26,6 +26,7 @@ from rag.freshness import citation_warning
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
 from rag.kinds import VALUES, lacks_value, thread_kind
+from rag.terms import coverage, question_terms
 from rag.levels import Level
 from rag.owners import Ownership, front_matter_of
 from rag.store.mirror import open_index
@@ -168,7 +169,7 @@ class Engine:
         if not chosen:
             return _abstain(answer, "no_match", "every match was dropped as an injection attempt", total)
         checked = await self._generate_and_check(answer, chosen, turns, on_text, total)
-        if not passed and (not checked.answered or lacks_value(thread_kind(question, turns), checked.answer)):
+        if not passed and (not checked.answered or not _holds_value(question, turns, checked.answer)):
             _abstain(checked, "no_match", f"answerability {checked.diagnostics.answerability:.2f} below the "
                      "threshold, and no quote holds the value asked", total)
             return _near_miss(checked, retrieval.selected, self.config.answer.review_days)
@@ -268,6 +269,9 @@ class Engine:
         return answer
 
 
+VALUE_COVERAGE = 0.5  # of the question's key terms, in an answer past a declining gate
+
+
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 2)
 
@@ -280,6 +284,14 @@ def _abstain(answer: Answer, reason: str, detail: str, started: float) -> Answer
     answer.citations = []
     answer.diagnostics.timings_ms["total_ms"] = _ms(started)
     return answer
+
+
+def _holds_value(question: str, turns: list[tuple[str, str]], text: str) -> bool:
+    """Whether an answer past a declining gate holds the value asked and is about what was asked
+    (more than half the question's key terms, a hyphenated one by its last part: a retention
+    table's durations do not answer how long Slack messages are kept; 'pre-record' is 'recorded')."""
+    key = {term.rpartition("-")[2] or term for term in question_terms(question)}
+    return not lacks_value(thread_kind(question, turns), text) and coverage(key, text) > VALUE_COVERAGE
 
 
 def _near_miss(answer: Answer, candidates: list[Candidate], review_days: int) -> Answer:
