@@ -26,9 +26,10 @@ _KINDS = (
 )
 # Numbers as words count as numbers ("ten days of paid leave").
 _COUNT = r"(?:\d+(?:[.,]\d+)?|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|hundred)"
-_DURATION = re.compile(rf"\b{_COUNT}\s*(?:[-–]\s*\d+\s*)?(?:min(?:ute)?s?|h|hours?|"
+_DURATION = re.compile(rf"\b{_COUNT}\s*(?:[-–]\s*\d+\s*)?(?:s|secs?|seconds?|min(?:ute)?s?|h|hours?|"
                        r"(?:business |working |calendar )?days?|weeks?|months?|years?)\b"
-                       r"|\b(?:a|one|two|three) (?:day|week|month|year)s?\b", re.I)
+                       r"|\b(?:a|one|two|three) (?:day|week|month|year)s?\b"
+                       r"|\b(?:seconds|minutes|hours|days|weeks)\s*[=:]\s*\d", re.I)  # timedelta(days=31)
 _PERSON = re.compile(r"\b(?:manager|head|lead|owner|on-call|engineer|director|team|cto|ceo|cfo|officer|dpo|"
                      r"approver|admin(?:istrator)?|sre|chair|committee|department|finance|hr|legal|primary|"
                      r"secondary|deciders?|[A-Z][a-z]+ [A-Z][a-z]+)\b")

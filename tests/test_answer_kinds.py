@@ -84,6 +84,7 @@ def test_thread_kind(question: str, history: list[tuple[str, str]], kind: str | 
     ("amount", "Insurance is provided by 37signals through Blue Cross.", True),  # a name's digits
     ("amount", "See [the form](https://example.gov/2024/form-12).", True),  # a link's digits
     ("time", "Every other Tuesday 3:00-3:45pm UT", False),
+    ("duration", "Default: timedelta(days=31) (2678400 seconds)", False),
     ("time", "The teams holds syncs twice weekly (Mon, Thu).", True),
     ("steps", "Anything at all", False),  # not judged by a pattern
 ])
