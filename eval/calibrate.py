@@ -316,7 +316,7 @@ def main(argv: list[str]) -> int:
     try:
         embedder = make_embedder(rag_config(base))
         today = answerability.load(rag_config(base).answer.answerability_file)
-        chosen = choose(args.docs, args.golden, args.suite)
+        chosen = choose(args.docs, args.golden, args.suite, args.set)
         data: dict[str, Labelled] = {}
         totals: dict[str, tuple[int, int]] = {}
         bars: Bars = {}

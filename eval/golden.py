@@ -3,9 +3,13 @@
 A golden file is JSONL, one case per line:
   {"id", "question", "gold_doc_ids": [paths relative to the docs folder], "answerable": bool,
    "level": "public"|"team"|"restricted" (default restricted: the case tests retrieval, not access),
-   "history": [{"speaker": "user"|"agent", "text"}], "expect_reason": "no_match"|"no_access"|...,
+   "history": [{"speaker": "user"|"agent", "text"}] (or "role": "user"|"assistant"),
+   "expect_reason": "no_match"|"no_access"|...,
    "gold_answer": reference answer text (scored by token F1),
    "answer_contains": [texts the answer must contain, case-insensitive] (the right sentence was quoted),
+   "facts": [regular expressions that must all match the answer, case-insensitive: it holds the
+   number, name or command asked for; a decline never holds it] (see eval/facts.py; a set whose
+   golden file is not ours takes them from an overlay keyed by row id),
    "expect_steps": [texts the answer must contain in this order], "expect_exception": [texts, one of
    which the answer must contain] (see eval/procedures.py),
    "feedback": {"answer_id", "docs": {path: {"commit", "chunk_hashes"}}, ...} (promoted 👎 answers,
@@ -21,6 +25,7 @@ files (the default set plus promoted feedback cases) the first file's thresholds
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +34,7 @@ from rag import ABSTAIN_MESSAGES, Level
 
 EVAL_DIR = Path(__file__).resolve().parent
 SPEAKERS = ("user", "agent")
+ROLES = {"user": "user", "agent": "agent", "assistant": "agent"}  # "role" as chat transcripts name it
 
 
 class GoldenError(ValueError):
@@ -49,6 +55,7 @@ class GoldenCase:
     expect_steps: tuple[str, ...] = ()
     expect_exception: tuple[str, ...] = ()
     feedback: dict[str, Any] | None = None
+    facts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,9 +143,9 @@ def parse_case(line: str, where: str) -> GoldenCase:
         parsed_level = Level.parse(level) if level is not None else Level.restricted
     except ValueError as exc:
         raise GoldenError(f"{where}: {exc}") from None
-    history = field("history", list, required=False) or []
-    if not all(isinstance(t, dict) and t.get("speaker") in SPEAKERS and isinstance(t.get("text"), str)
-               for t in history):
+    history = [(ROLES.get(str(t.get("speaker", t.get("role")))), t.get("text")) if isinstance(t, dict) else (None, None)
+               for t in field("history", list, required=False) or []]
+    if not all(speaker in SPEAKERS and isinstance(text, str) for speaker, text in history):
         raise GoldenError(f"{where}: 'history' must be a list of {{\"speaker\": \"user\"|\"agent\", \"text\": ...}}")
     return GoldenCase(
         id=str(field("id", str)),
@@ -146,14 +153,25 @@ def parse_case(line: str, where: str) -> GoldenCase:
         gold_doc_ids=tuple(gold),
         answerable=answerable,
         level=parsed_level,
-        history=tuple((t["speaker"], t["text"]) for t in history),
+        history=tuple((str(speaker), str(text)) for speaker, text in history),
         expect_reason=reason,
         gold_answer=field("gold_answer", str, required=False),
         answer_contains=tuple(str(t) for t in field("answer_contains", list, required=False) or ()),
         feedback=field("feedback", dict, required=False),
         expect_steps=tuple(str(t) for t in field("expect_steps", list, required=False) or ()),
         expect_exception=tuple(str(t) for t in field("expect_exception", list, required=False) or ()),
+        facts=patterns(field("facts", list, required=False) or [], where),
     )
+
+
+def patterns(raw: list[Any], where: str) -> tuple[str, ...]:
+    """Regular expressions of a case's `facts`, each checked to compile."""
+    for pattern in raw:
+        try:
+            re.compile(str(pattern), re.I)
+        except re.error as exc:
+            raise GoldenError(f"{where}: fact {pattern!r} is not a regular expression ({exc})") from None
+    return tuple(str(p) for p in raw)
 
 
 def thresholds_path(golden: Path) -> Path | None:

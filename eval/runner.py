@@ -25,6 +25,7 @@ from docsbot.settings import Settings
 from docsbot.wiring import rag_config
 from eval import metrics
 from eval.candidates import feedback_report
+from eval.facts import fact_report, pooled, with_overlay
 from eval.procedures import procedure_report
 from eval.golden import GoldenCase, GoldenError, load_golden, load_thresholds, thresholds_path
 from eval.sets import EvalSet, choose, open_engine, prepare
@@ -159,6 +160,7 @@ def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failure
         "declined_with_pointer_rate": metrics.mean(pointed),
         "pointer_gold_rate": metrics.mean(pointed_gold),
         **procedure_report(cases, answers, failures),
+        **fact_report(cases, answers, failures),
         "latency_ms": latency(timings),
     }
 
@@ -213,6 +215,13 @@ ROWS = (
     ("steps_in_order_rate", "steps all, in order"),
     ("fences_balanced_rate", "fences balanced"),
     ("exception_rate", "exception mentioned"),
+    ("fact_held_rate", "fact held"),
+    ("uncovered_answered", "answered uncovered"),
+    ("answer_words_p50", "words p50"),
+    ("answer_words_p90", "words p90"),
+    ("prose_words_p50", "prose words p50"),
+    ("prose_words_p90", "prose words p90"),
+    ("markup_residue_rate", "markup residue"),
     ("leaks", "leaks"),
 )
 
@@ -302,6 +311,7 @@ def add_set_options(parser: argparse.ArgumentParser) -> None:
                              "(default: eval/golden.jsonl and eval/golden*.jsonl)")
     parser.add_argument("--suite", type=Path,
                         help="suite file naming several sets, e.g. eval/dev-suite.json (the three dev sets)")
+    parser.add_argument("--set", action="append", help="with --suite: only this set, repeatable")
 
 
 def engines(
@@ -309,7 +319,7 @@ def engines(
 ) -> list[tuple[EvalSet, Engine, Settings]]:
     """One engine per set, on its own index, with its settings; an injected engine (built from
     `settings`) serves a single set."""
-    chosen = choose(args.docs, args.golden, args.suite)
+    chosen = choose(args.docs, args.golden, args.suite, args.set)
     base = settings or Settings()
     if engine is not None and len(chosen) == 1:
         return [(chosen[0], engine, base)]
@@ -320,7 +330,7 @@ def engines(
 
 def run_set(engine: Engine, settings: Settings, eval_set: EvalSet, args: argparse.Namespace) -> dict[str, Any]:
     golden = list(eval_set.golden)
-    cases = load_golden(golden)
+    cases = with_overlay(load_golden(golden), eval_set.facts)
     thresholds = load_thresholds(args.thresholds or thresholds_path(golden[0]))
     root = prepare(engine, settings, eval_set, cases, sys.stderr)
     report = {"golden": [str(p) for p in golden], "docs": str(root)} | evaluate(engine, cases, args.compare)
@@ -345,7 +355,7 @@ def run(args: argparse.Namespace, engine: Engine | None, settings: Settings | No
             print(f"thresholds ({report['thresholds']['file'] or 'no thresholds file'}): "
                   + ("all met" if not misses else "MISSED: " + "; ".join(misses)))
         return 1 if missed else 0
-    macro = macro_average(list(reports.values()))
+    macro = macro_average(list(reports.values())) | pooled(reports)
     if args.json:
         print(json.dumps({"sets": reports, "macro": macro}, indent=2))
     else:

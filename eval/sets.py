@@ -5,7 +5,7 @@ n-th `--golden` goes with the n-th `--docs`) or a suite file, JSON:
   {"sets": [{"name", "docs", "golden": [files], "default_level": "public", "data_dir": "...",
              "bundle": "a Git bundle, cloned once; docs is then a folder of its checkout",
              "include": ["globs of the files indexed, replacing DOCSBOT_INCLUDE for this set"],
-             "tune": false}]}
+             "tune": false, "facts": "an overlay {row id: [regex]} (eval/facts.py)"}]}
 with paths relative to the suite file. `include` lets a set of .rst, .mdx or .adoc pages be
 indexed whatever the default globs are (an index is reused while its docs folder, chunking
 version, which parser changes bump, and include globs are the same; sync/folder.py).
@@ -43,6 +43,7 @@ class EvalSet:
     data_dir: str | None = None
     include: tuple[str, ...] | None = None  # None: the settings' include globs
     tune: bool = True  # False: `eval run` only, left out of sweep and calibrate
+    facts: Path | None = None  # an overlay of `facts` by row id, for golden files that are not ours
 
     def settings(self, base: Settings, several: bool) -> Settings:
         update: dict[str, Any] = {}
@@ -102,17 +103,24 @@ def load_suite(path: Path) -> list[EvalSet]:
                 entry.get("data_dir"),
                 tuple(check_pattern(str(g)) for g in include) if include is not None else None,
                 tune,
+                here / entry["facts"] if "facts" in entry else None,
             ))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise GoldenError(f"{path}: set {number}: {exc!r} (needs name, docs, golden)") from None
     return sets
 
 
-def choose(docs: list[str] | None, golden: list[Path] | None, suite: Path | None) -> list[EvalSet]:
+def choose(docs: list[str] | None, golden: list[Path] | None, suite: Path | None,
+           only: list[str] | None = None) -> list[EvalSet]:
     if suite is not None:
         if docs or golden:
             raise UserError("give either --suite or --docs/--golden, not both")
-        return load_suite(suite)
+        sets = load_suite(suite)
+        if unknown := sorted(set(only or ()) - {s.name for s in sets}):
+            raise UserError(f"no set named {', '.join(unknown)} in {suite}")
+        return [s for s in sets if not only or s.name in only]
+    if only:
+        raise UserError("--set picks sets of a --suite")
     return from_pairs(docs or [], golden or [])
 
 

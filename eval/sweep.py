@@ -226,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
 def gather(args: argparse.Namespace, base: Settings) -> tuple[dict[str, list[Query]], dict[str, Any]]:
     """Each set's cached queries, and with --ann its ANN recall per probe scale."""
     embedder = make_embedder(rag_config(base))
-    chosen = choose(args.docs, args.golden, args.suite)
+    chosen = choose(args.docs, args.golden, args.suite, args.set)
     found, ann = {}, {}
     for eval_set in chosen:
         if not eval_set.tune:

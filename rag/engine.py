@@ -25,6 +25,8 @@ from rag.followup import Rewriter, search_query
 from rag.freshness import citation_warning
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
+from rag.kinds import VALUES, lacks_value, thread_kind
+from rag.terms import coverage, question_terms
 from rag.levels import Level
 from rag.owners import Ownership, front_matter_of
 from rag.store.mirror import open_index
@@ -165,15 +167,21 @@ class Engine:
         answer, found = await self._retrieve_in_scope(question, level, turns, total, language, scope)
         if isinstance(found, Answer):
             return found
-        chosen = await self._select(answer, found, level)
+        retrieval, vector, passed = found
+        chosen = await self._select(answer, (retrieval, vector), level)
         if not chosen:
             return _abstain(answer, "no_match", "every match was dropped as an injection attempt", total)
-        return await self._generate_and_check(answer, chosen, turns, on_text, total)
+        checked = await self._generate_and_check(answer, chosen, turns, on_text, total)
+        if not passed and (not checked.answered or not _holds_value(question, turns, checked.answer)):
+            _abstain(checked, "no_match", f"answerability {checked.diagnostics.answerability:.2f} below the "
+                     "threshold, and no quote holds the value asked", total)
+            return _near_miss(checked, retrieval.selected, self.config.answer.review_days)
+        return checked
 
     async def _retrieve_in_scope(
         self, question: str, level: Level, turns: list[tuple[str, str]], total: float, language: str,
         scope: Scope | None,
-    ) -> tuple[Answer, tuple[Retrieval, np.ndarray] | Answer]:
+    ) -> tuple[Answer, tuple[Retrieval, np.ndarray, bool] | Answer]:
         """`_retrieve_and_gate` in the scope; when nothing there passes the gate, a `prefer` scope
         tries every document the reader may read and the answer says so, an `only` scope says it
         looked in its documents alone."""
@@ -194,10 +202,12 @@ class Engine:
     async def _retrieve_and_gate(
         self, answer: Answer, level: Level, turns: list[tuple[str, str]], total: float, language: str = "",
         scope: Scope | None = None,
-    ) -> tuple[Retrieval, np.ndarray] | Answer:
+    ) -> tuple[Retrieval, np.ndarray, bool] | Answer:
         """The retrieval and query vector of a question the gate lets through, else its abstention
         (index unavailable, better matches above the reader's level, nothing close, or below the
-        answerability threshold, with the near miss)."""
+        answerability threshold, with the near miss). A question that asks for a value (how long,
+        how much, what time) goes on below the threshold, flagged (False): an answer that holds
+        the value is worth more than a decline, one that does not is declined (see `ask`)."""
         diag = answer.diagnostics
         try:
             # A read of the meta table: off the event loop, like the query embedding.
@@ -222,10 +232,10 @@ class Engine:
         assert self.answerability is not None  # built in __post_init__
         answerable, p = self.answerability.answerable(answerability.features(answer.question, retrieval))
         diag.answerability = round(p, 4)
-        if not answerable:
+        if not answerable and VALUES.get(thread_kind(answer.question, turns) or "") is None:
             _abstain(answer, "no_match", f"answerability {p:.2f} below the threshold", total)
             return _near_miss(answer, retrieval.selected, self.config.answer.review_days)
-        return retrieval, vector
+        return retrieval, vector, answerable
 
     async def _select(self, answer: Answer, found: tuple[Retrieval, np.ndarray], level: Level) -> list[_Chosen]:
         """The sources the answer is written from (the selected chunks and the rest of the top
@@ -286,6 +296,9 @@ class Engine:
         return answer
 
 
+VALUE_COVERAGE = 0.5  # of the question's key terms, in an answer past a declining gate
+
+
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 2)
 
@@ -298,6 +311,14 @@ def _abstain(answer: Answer, reason: str, detail: str, started: float) -> Answer
     answer.citations = []
     answer.diagnostics.timings_ms["total_ms"] = _ms(started)
     return answer
+
+
+def _holds_value(question: str, turns: list[tuple[str, str]], text: str) -> bool:
+    """Whether an answer past a declining gate holds the value asked and is about what was asked
+    (more than half the question's key terms, a hyphenated one by its last part: a retention
+    table's durations do not answer how long Slack messages are kept; 'pre-record' is 'recorded')."""
+    key = {term.rpartition("-")[2] or term for term in question_terms(question)}
+    return not lacks_value(thread_kind(question, turns), text) and coverage(key, text) > VALUE_COVERAGE
 
 
 def _near_miss(answer: Answer, candidates: list[Candidate], review_days: int) -> Answer:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from rag.followup import heuristic_query
-from rag.kinds import fits_kind, question_kind
+from rag.kinds import fits_kind, lacks_value, thread_kind
 from rag.procedures import (Picked, Quote, Section, acting, action_weights, choose_span, cut, number_fit, prerequisites,
                             qualifier, qualifying, render, runbook_weights)
 from rag.prompt import DECLINE_MARKER, Source
@@ -58,8 +58,9 @@ def gather(sources: list[Source]) -> list[Section]:
 
 
 def _asked(question: str, history: Sequence[tuple[str, str]]) -> tuple[str | None, set[str]]:
-    """The question's kind, and the words it asks about (a follow-up's with its thread's)."""
-    kind = question_kind(question)
+    """The question's kind (a follow-up's, its thread's when it names none), and the words it
+    asks about (a follow-up's with its thread's)."""
+    kind = thread_kind(question, history)
     asked = set(content_terms(heuristic_query(question, list(history))))
     if kind == "reason":  # "why did we choose X": the choice is given, its reason is asked
         asked.discard("decide")
@@ -131,6 +132,8 @@ class ExtractiveAnswerer:
     max_chars: int = 700  # a span of prose
     procedure_chars: int = 1200  # a procedure, a table: cut at a step or row boundary beyond it
     kind_bonus: float = 1.0
+    near_share: float = 0.8  # a quote lacking what was asked: the next unit scoring this share of the best is tried
+    max_tries: int = 3
     name: str = "extractive"
     reads_spans: bool = False  # it chooses its spans from the chunks
 
@@ -140,13 +143,28 @@ class ExtractiveAnswerer:
         return self.answer(question, sources, history)
 
     def answer(self, question: str, sources: list[Source], history: Sequence[tuple[str, str]] = ()) -> str:
-        """The answer text, or DECLINE_MARKER (with the near miss) when the sources do not answer."""
+        """The answer text, or DECLINE_MARKER (with the near miss) when the sources do not answer.
+
+        A quote that lacks what was asked (the value of a "how long" or "how much", see
+        `lacks_value`; the question's key terms, see `weak`) is not yet an answer: the next unit
+        that scores near the best is tried, and when none holds it the answer declines, naming
+        the best one."""
         kind, asked = _asked(question, history)
         sections = gather(sources)
         scored, vocabulary = self._score(question, kind, asked, sections)
         if not scored:
             return DECLINE_MARKER
-        best = scored[0]
+        near = [p for p in scored if p.score >= self.near_share * scored[0].score][:self.max_tries]
+        for best in near:
+            quotes, first = self._quotes(best, scored, sections, kind, asked, question)
+            heard = f"{best.section.title} {best.section.path} {best.unit.text} {first.text}"
+            if not lacks_value(kind, first.text) and not weak(question, asked, vocabulary, heard):
+                return render(quotes)
+        return f"{DECLINE_MARKER} (closest: {scored[0].section.title} › {scored[0].section.path})"
+
+    def _quotes(self, best: Picked, scored: list[Picked], sections: list[Section], kind: str | None,
+                asked: set[str], question: str) -> tuple[list[Quote], Quote]:
+        """The quotes of an answer from `best`, and the one from its section."""
         acts = acting(kind, question)
         quotes = step_quotes(best, sections, asked, question, self.procedure_chars) if acts else None
         if quotes is None:
@@ -164,10 +182,7 @@ class ExtractiveAnswerer:
             quotes.append(extra)
         if acts:  # named, first: "First: see Break-Glass › Who approves"
             quotes[:0] = [Quote(s, f"First: see {s.title} › {s.path}") for s in prerequisites(quotes, sections)]
-        first = next((q for q in quotes if q.section is best.section), quotes[0])
-        if weak(question, asked, vocabulary, f"{best.section.title} {best.section.path} {best.unit.text} {first.text}"):
-            return f"{DECLINE_MARKER} (closest: {best.section.title} › {best.section.path})"
-        return render(quotes)
+        return quotes, next((q for q in quotes if q.section is best.section), quotes[0])
 
     def spans(self, question: str, sources: list[Source],
               history: Sequence[tuple[str, str]] = ()) -> tuple[list[list[Quote]], list[Section]]:

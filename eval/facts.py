@@ -1,0 +1,124 @@
+"""Whether an answer holds what was asked, how long it is, and what markup it leaves for Slack.
+
+A case's `facts` are regular expressions written from its gold answer (the number, name, command
+or day asked for, with its common variants); an answer holds the fact when every one matches it,
+case-insensitively. Only a confident answer can hold it: a decline never does, even when its near
+miss happens to match. Sets whose golden files are not ours (../shared) take their facts from an
+overlay in eval/facts/, a JSON object {row id: [regex, ...]}, named by the suite's "facts" key.
+
+Lengths are in words, of the whole answer and of its prose (fenced code and table rows left out),
+over the confident answers. Markup residue is source markup a Slack message shows as is: HTML
+tags, Markdown headings, links, images and bold, reStructuredText roles and directives, AsciiDoc
+macros and blocks, MDX imports and admonitions, `{#anchor}` and `{{generator}}` tokens.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from eval import metrics
+from eval.golden import GoldenCase, GoldenError, patterns
+
+_FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1[^\n]*$", re.M | re.S)
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$", re.M)
+_CITATION = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
+_WORDY = re.compile(r"\w")
+RESIDUE = {
+    "html tag": re.compile(r"</?[A-Za-z][\w-]*(?:\s+[\w:-]+(?:=(?:\"[^\"]*\"|'[^']*'|\S+))?)*\s*/?>"),
+    "markdown heading": re.compile(r"^\s*#{1,6}\s+\S", re.M),
+    "markdown link": re.compile(r"!?\[[^\]\n]+\]\([^)\s]+\)"),
+    "markdown bold": re.compile(r"\*\*\S[^*\n]*\*\*|__\S[^_\n]*__"),
+    "rst role or directive": re.compile(r":[a-z][\w:+-]*:`|^\s*\.\. [\w:-]+::", re.M),
+    "asciidoc": re.compile(r"\b(?:xref|link|image|include):\S*\[|^\s*\[(?:source|NOTE|TIP|WARNING)[,\]]"
+                           r"|^\s*(?:====|\*\*\*\*)\s*$", re.M),
+    "mdx": re.compile(r"^\s*(?:import\s.+\sfrom\s['\"]|:::)", re.M),
+    "callout": re.compile(r"\[!(?:NOTE|TIP|WARNING|IMPORTANT|CAUTION)\]", re.I),
+    "anchor or generator token": re.compile(r"\{#[\w-]+\}|\{\{[^}]*\}\}"),
+}
+
+
+def holds(answer: str, facts: Sequence[str]) -> bool:
+    return all(re.search(p, answer, re.I) for p in facts)
+
+
+def words(text: str) -> int:
+    """Whitespace-separated tokens holding a letter or digit (not fences, pipes or citation marks)."""
+    return sum(1 for token in _CITATION.sub(" ", text).split() if _WORDY.search(token))
+
+
+def prose(text: str) -> str:
+    """The answer without its fenced code blocks and table rows."""
+    return _TABLE_ROW.sub(" ", _FENCE.sub(" ", text))
+
+
+def residue(text: str) -> list[str]:
+    """The kinds of markup left in an answer, outside its code blocks."""
+    shown = _FENCE.sub(" ", text)
+    return [kind for kind, pattern in RESIDUE.items() if pattern.search(shown)]
+
+
+def load_overlay(path: Path) -> dict[str, tuple[str, ...]]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise GoldenError(f"cannot read facts overlay {path}: {exc}") from None
+    rows = {k: v for k, v in raw.items() if k != "note"} if isinstance(raw, dict) else None
+    if rows is None or not all(isinstance(v, list) and v for v in rows.values()):
+        raise GoldenError(f"{path}: expected {{row id: [regex, ...]}} (and a \"note\")")
+    return {str(k): patterns(v, f"{path}: {k}") for k, v in rows.items()}
+
+
+def with_overlay(cases: list[GoldenCase], overlay: Path | None) -> list[GoldenCase]:
+    """The cases with the overlay's facts (an id the golden files lack is an error)."""
+    if overlay is None:
+        return cases
+    facts = load_overlay(overlay)
+    if unknown := sorted(set(facts) - {c.id for c in cases}):
+        raise GoldenError(f"{overlay}: no such row ids: {', '.join(unknown[:5])}")
+    return [replace(c, facts=facts[c.id]) if c.id in facts else c for c in cases]
+
+
+def fact_report(cases: Sequence[GoldenCase], answers: Sequence[Any], failures: Any) -> dict[str, Any]:
+    """fact_held_rate over the answerable cases with facts, confident answers to unanswerable
+    questions (a count, to pool over sets), answer lengths and the markup residue rate."""
+    held, lengths, prose_lengths, marked = [], [], [], []
+    uncovered = [c for c in cases if not c.answerable]
+    for case, answer in zip(cases, answers):
+        if answer.answered:
+            lengths.append(float(words(answer.answer)))
+            prose_lengths.append(float(words(prose(answer.answer))))
+            kinds = residue(answer.answer)
+            marked.append(bool(kinds))
+            if kinds:
+                failures.add(case.id, "markup residue: " + ", ".join(kinds))
+        if case.answerable and case.facts:
+            held.append(answer.answered and holds(answer.answer, case.facts))
+            if not held[-1]:
+                failures.add(case.id, "the fact is not in the answer: " + " & ".join(case.facts))
+    return {
+        "fact_held_rate": metrics.mean(held),
+        "fact_cases": len(held),
+        "uncovered": len(uncovered),
+        "uncovered_answered": sum(a.answered for c, a in zip(cases, answers) if not c.answerable),
+        "answer_words_p50": metrics.percentile(lengths, 50),
+        "answer_words_p90": metrics.percentile(lengths, 90),
+        "prose_words_p50": metrics.percentile(prose_lengths, 50),
+        "prose_words_p90": metrics.percentile(prose_lengths, 90),
+        "markup_residue_rate": metrics.mean(marked),
+    }
+
+
+def pooled(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Confident answers to unanswerable questions over all sets together, and the worst set's
+    fact held (the targets are per set)."""
+    total = sum(r.get("uncovered", 0) for r in reports.values())
+    facts = {name: r["fact_held_rate"] for name, r in reports.items() if r.get("fact_held_rate") is not None}
+    return {
+        "uncovered_answered_pooled": (sum(r.get("uncovered_answered", 0) for r in reports.values()) / total
+                                      if total else None),
+        "worst_fact_held": list(metrics.worst(facts)) if facts else None,
+    }

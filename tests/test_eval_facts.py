@@ -1,0 +1,96 @@
+"""Fact held, answer length and markup residue in the eval report (eval/facts.py, issue 37)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval import facts
+from eval.golden import GoldenError
+from eval.runner import Failures
+from rag.answer import Answer, Diagnostics
+from rag.engine import Engine
+from tests.test_eval import corpus, engine, load_case, run_main  # noqa: F401  (fixtures)
+
+
+def answer(text: str, answered: bool = True) -> Answer:
+    return Answer("q", text, answered, None if answered else "declined", [], Diagnostics(), "public")
+
+
+def test_a_decline_never_holds_the_fact_even_when_its_near_miss_matches() -> None:
+    case = load_case({"id": "c", "question": "how long is the leave?", "gold_doc_ids": ["a.md"],
+                      "answerable": True, "facts": [r"\b(10|ten)\s*days", "paid"]})
+    failures = Failures()
+    report = facts.fact_report([case, case, case], [
+        answer("You get ten days of paid leave [1]."),
+        answer("You get 10 days of leave [1]."),  # one regex of two
+        answer("I'm not sure the docs answer this (closest: 10 days paid leave)", answered=False),
+    ], failures)
+    assert report["fact_held_rate"] == pytest.approx(1 / 3) and report["fact_cases"] == 3
+    assert failures.reasons["c"] == ["the fact is not in the answer: \\b(10|ten)\\s*days & paid"] * 2
+
+
+def test_lengths_count_words_with_and_without_code_and_tables() -> None:
+    text = "Run this [1]:\n```sh\nmake a b c d\n```\n| a | b |\n|---|---|\n| 1 | 2 |\nthen wait."
+    assert facts.words(text) == 14
+    assert facts.words(facts.prose(text)) == 4
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("See <a href='x'>the page</a>.", "html tag"),
+    ("## Leave\nTen days.", "markdown heading"),
+    ("See [the page](https://x.example/a).", "markdown link"),
+    ("Use :ref:`config` for that.", "rst role or directive"),
+    ("See xref:theme.adoc[the theme].", "asciidoc"),
+    ("> [!NOTE]\n> Ten days.", "callout"),
+    ("Ten days {#leave}.", "anchor or generator token"),
+    ("import Tabs from '@theme/Tabs';\nTen days.", "mdx"),
+])
+def test_markup_residue_names_what_slack_would_show_as_is(text: str, kind: str) -> None:
+    assert facts.residue(text) == [kind]
+
+
+def test_no_residue_in_plain_text_slack_links_or_code() -> None:
+    assert facts.residue("Ten days, see <https://x.example|the page> [1].\n```\n<b>**x**</b>\n```") == []
+
+
+def test_follow_up_history_in_chat_roles() -> None:
+    case = load_case({"id": "c", "question": "and after that?", "gold_doc_ids": ["a.md"], "answerable": True,
+                      "history": [{"role": "user", "text": "how long?"}, {"role": "assistant", "text": "Ten days."}]})
+    assert case.history == (("user", "how long?"), ("agent", "Ten days."))
+
+
+def test_an_overlay_gives_facts_by_row_id_and_rejects_unknown_ids_and_bad_regexes(tmp_path: Path) -> None:
+    case = load_case({"id": "c", "question": "q", "gold_doc_ids": ["a.md"], "answerable": True})
+    overlay = tmp_path / "facts.json"
+    overlay.write_text(json.dumps({"note": "why", "c": [r"\b10\b"]}))
+    assert facts.with_overlay([case], overlay)[0].facts == (r"\b10\b",)
+    overlay.write_text(json.dumps({"d": [r"\b10\b"]}))
+    with pytest.raises(GoldenError, match="no such row ids: d"):
+        facts.with_overlay([case], overlay)
+    overlay.write_text(json.dumps({"c": ["(10"]}))
+    with pytest.raises(GoldenError, match="is not a regular expression"):
+        facts.with_overlay([case], overlay)
+
+
+def test_run_reports_facts_per_set_and_pools_uncovered_answers(
+    corpus: Path, engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]  # noqa: F811
+) -> None:
+    (tmp_path / "facts.json").write_text(json.dumps({"pets": ["fridays"], "salary": [r"\b25th"]}))
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps({"sets": [
+        {"name": "one", "docs": "docs", "golden": ["golden.jsonl"], "facts": "facts.json"},
+        {"name": "two", "docs": "docs", "golden": ["golden.jsonl"]},
+        {"name": "three", "docs": "nowhere", "golden": ["golden.jsonl"]},
+    ]}))
+    assert run_main(["run", "--suite", str(suite), "--set", "one", "--set", "two", "--json"], engine) == 0
+    report = json.loads(capsys.readouterr().out)
+    one, two = report["sets"]["one"], report["sets"]["two"]
+    assert one["fact_held_rate"] == 1.0 and one["fact_cases"] == 2 and two["fact_held_rate"] is None
+    assert (one["uncovered"], one["uncovered_answered"]) == (2, 0)
+    assert report["macro"]["uncovered_answered_pooled"] == 0.0
+    assert report["macro"]["worst_fact_held"] == ["one", 1.0]
+    assert one["markup_residue_rate"] == 0.0 and 0 < one["answer_words_p50"] <= one["answer_words_p90"]
+    assert run_main(["run", "--suite", str(suite), "--set", "four"], engine) == 2
+    assert "no set named four" in capsys.readouterr().err
