@@ -7,12 +7,14 @@ miss happens to match. Sets whose golden files are not ours (../shared) take the
 overlay in eval/facts/, a JSON object {row id: [regex, ...]}, named by the suite's "facts" key.
 
 Lengths are in words, of the whole answer and of its prose (fenced code and table rows left out),
-over the confident answers. Markup residue is source markup a Slack message shows as is: HTML
+over the confident answers. Markup residue is source markup a Slack message shows as is, once the
+answer went through the one renderer every answer path posts with (rag/slack_text.to_mrkdwn): HTML
 tags, Markdown headings, links, images and bold, reStructuredText roles and directives, AsciiDoc
 macros and blocks, MDX imports and admonitions, `{#anchor}` and `{{generator}}` tokens.
 """
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Sequence
@@ -22,8 +24,10 @@ from typing import Any
 
 from eval import metrics
 from eval.golden import GoldenCase, GoldenError, patterns
+from rag.slack_text import to_mrkdwn
 
 _FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1[^\n]*$", re.M | re.S)
+_CODE_SPAN = re.compile(r"(?<![:\w])`[^`\n]+`")  # not an RST role's `target`
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$", re.M)
 _CITATION = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
 _WORDY = re.compile(r"\w")
@@ -56,8 +60,9 @@ def prose(text: str) -> str:
 
 
 def residue(text: str) -> list[str]:
-    """The kinds of markup left in an answer, outside its code blocks."""
-    shown = _FENCE.sub(" ", text)
+    """The kinds of markup left in an answer as Slack shows it, outside its code blocks and code
+    spans (the renderer's escapes undone: an escaped `<div>` is still a tag on the reader's screen)."""
+    shown = _CODE_SPAN.sub(" ", _FENCE.sub(" ", html.unescape(to_mrkdwn(text))))
     return [kind for kind, pattern in RESIDUE.items() if pattern.search(shown)]
 
 

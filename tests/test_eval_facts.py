@@ -40,10 +40,8 @@ def test_lengths_count_words_with_and_without_code_and_tables() -> None:
 @pytest.mark.parametrize(("text", "kind"), [
     ("See <a href='x'>the page</a>.", "html tag"),
     ("## Leave\nTen days.", "markdown heading"),
-    ("See [the page](https://x.example/a).", "markdown link"),
     ("Use :ref:`config` for that.", "rst role or directive"),
     ("See xref:theme.adoc[the theme].", "asciidoc"),
-    ("> [!NOTE]\n> Ten days.", "callout"),
     ("Ten days {#leave}.", "anchor or generator token"),
     ("import Tabs from '@theme/Tabs';\nTen days.", "mdx"),
 ])
@@ -51,8 +49,15 @@ def test_markup_residue_names_what_slack_would_show_as_is(text: str, kind: str) 
     assert facts.residue(text) == [kind]
 
 
+@pytest.mark.parametrize("text", ["See [the page](https://x.example/a).", "See [the page](../leave.md#days).",
+                                  "> [!NOTE]\n> Ten days.", "**Ten** days, __paid__."])
+def test_what_the_slack_renderer_rewrites_is_no_residue(text: str) -> None:
+    assert facts.residue(text) == []
+
+
 def test_no_residue_in_plain_text_slack_links_or_code() -> None:
     assert facts.residue("Ten days, see <https://x.example|the page> [1].\n```\n<b>**x**</b>\n```") == []
+    assert facts.residue("Download `nwl-<device>.conf` now.") == []
 
 
 def test_follow_up_history_in_chat_roles() -> None:

@@ -107,11 +107,13 @@ _NEW_RESIDUE = {
 }
 
 
-@pytest.mark.skipif(not CORPORA.is_dir(), reason="needs ../shared/corpora/formats-dev")
+@pytest.mark.shared
 @pytest.mark.parametrize("folder", ["gds-way", "jekyll/docs", "vite/docs", "feast/docs"])
 def test_no_block_or_heading_of_the_new_generators_trees_holds_markup_residue(folder: str):
     docs, skipped = load_folder(CORPORA / folder, default_include(), [], RULES, 2_000_000)
-    assert [path for path, reason in skipped if not path.startswith(".")] == [] and len(docs) > 50
+    # Every page is indexed or skipped with its reason: here, pages with no text yet ('# TO WRITE').
+    assert {reason.split(" (")[0] for path, reason in skipped if not path.startswith(".")} <= {"no text to index"}
+    assert len(docs) > 50
     found = []
     for doc in docs:
         for part in [s.headings[-1] for s in doc.sections if s.headings] + [

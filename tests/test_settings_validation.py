@@ -55,7 +55,7 @@ def test_every_numeric_setting_at_zero_minus_one_and_huge(tmp_path: Path) -> Non
     ("DOCSBOT_EXCLUDE", "drafts", "DOCSBOT_EXCLUDE: not valid JSON"),
     ("DOCSBOT_PATH_LEVELS", '{"/etc/**": "public"}', "DOCSBOT_PATH_LEVELS: pattern '/etc/**'"),
     ("DOCSBOT_REPO_SUBDIR", "../outside", "DOCSBOT_REPO_SUBDIR: pattern '../outside'"),
-    ("DOCSBOT_SITE_LAYOUT", "jekyll", "DOCSBOT_SITE_LAYOUT: Input should be 'auto', 'mkdocs'"),
+    ("DOCSBOT_SITE_LAYOUT", "wordpress", "DOCSBOT_SITE_LAYOUT: Input should be 'auto', 'mkdocs'"),
     ("DOCSBOT_SITE_URL", "docs.example.com", "DOCSBOT_SITE_URL: must be the site's http(s) address"),
     ("DOCSBOT_SITE_URL", "ftp://docs.example.com/", "DOCSBOT_SITE_URL: must be the site's http(s) address"),
 ])

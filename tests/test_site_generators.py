@@ -12,7 +12,7 @@ from rag.site_urls import SiteInfo
 from tests.support.settings import SHARED
 
 FORMATS = SHARED / "corpora" / "formats-dev"
-needs_formats = pytest.mark.skipif(not FORMATS.is_dir(), reason="the formats-dev corpora are not here")
+needs_formats = pytest.mark.shared  # reads the formats-dev corpora: `make eval`
 
 
 @needs_formats
