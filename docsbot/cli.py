@@ -90,14 +90,17 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     index_unavailable` under --json."""
     import asyncio
 
-    from docsbot.wiring import lease_config, open_engine
+    from docsbot.wiring import open_engine
     from rag import StoreError
-    from sync.folder import ensure_index
 
     engine = open_engine(settings)
     level = Level.parse(args.level)
     try:
-        ensure_index(engine, lease_config(settings), Path(args.docs) if args.docs else None)
+        if args.docs:  # the lease (and the state database's SQLAlchemy, ~0.3 s) only when it may index
+            from docsbot.wiring import lease_config
+            from sync.folder import ensure_index
+
+            ensure_index(engine, lease_config(settings), Path(args.docs))
         answer = asyncio.run(engine.ask(args.question, level))
     except StoreError as exc:
         answer = unavailable(args.question, level, str(exc))

@@ -123,7 +123,7 @@ def _sync_git(
     copy = WorkCopy.from_config(config)
     head = copy.fetch()
     copy.checkout(head)
-    embedder = embedder or make_embedder(config.rag)  # loaded after the fetch, which may fail
+    embedder = embedder or make_embedder(config.rag, lazy=True)  # loaded when a chunk is new
     subdir = config.rag.links.repo_subdir.strip("/")
     root = _docs_root(copy.path, subdir)
     meta = store.meta()
@@ -178,7 +178,7 @@ def _sync_folder(
     config: SyncConfig, store: Store, embedder: Embedder | None, folder: Path, started: float, lease: WriterLease
 ) -> SyncReport:
     root = folder.resolve()
-    embedder = embedder or make_embedder(config.rag)
+    embedder = embedder or make_embedder(config.rag, lazy=True)
     meta = store.meta()
     signature = index_signature(config, embedder, f"folder:{root}")
     rebuild = meta.get("sync_signature") != signature
