@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,10 +76,12 @@ def render_answer(answer_json: dict) -> str:
 def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
     from docsbot.readiness import say_readable
     from docsbot.wiring import lease_config, open_engine
+    from rag import hidden_progress
     from sync.folder import index_folder
 
     docs = Path(args.docs or settings.docs_dir)
-    stats = index_folder(open_engine(settings), lease_config(settings), docs, rebuild=args.rebuild)
+    with hidden_progress() if args.json else nullcontext():  # --json: nothing but the JSON
+        stats = index_folder(open_engine(settings), lease_config(settings), docs, rebuild=args.rebuild)
     print_index(stats, args.json, settings, docs)
     say_readable(settings, args.json)
     return 0

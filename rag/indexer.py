@@ -180,6 +180,7 @@ class RowStream:
             chunks: list[Chunk] = []
             owner: list[Document] = []
             for n, doc in enumerate(self.docs, 1):
+                progress.file(n - 1, len(self.docs))
                 with self.stats.steps.stage("chunk"):
                     for chunk in self._chunks(doc):
                         chunks.append(chunk)
@@ -187,6 +188,7 @@ class RowStream:
                 if len(chunks) >= self.batch_chunks or (n == len(self.docs) and chunks):
                     yield self._rows(chunks, owner, progress)
                     chunks, owner = [], []
+            progress.file(len(self.docs), len(self.docs))
         finally:
             progress.close()
 
