@@ -1,6 +1,7 @@
 """Turning documents into indexed chunks: chunk, reuse cached vectors, embed only new text, write."""
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -172,7 +173,18 @@ class RowStream:
         return chunk_document(doc, self.config.chunking.size, self.config.chunking.overlap)
 
     def reader(self) -> pa.RecordBatchReader:
-        return pa.RecordBatchReader.from_batches(chunk_schema(self.embedder.dim), self.batches())
+        """The batches, made in the caller's context wherever Lance pulls them from (its own
+        threads): the progress recorder and `hidden_progress` are context variables."""
+        context, batches = contextvars.copy_context(), self.batches()
+
+        def pulled() -> Iterator[pa.RecordBatch]:
+            while True:
+                try:
+                    yield context.run(next, batches)
+                except StopIteration:
+                    return
+
+        return pa.RecordBatchReader.from_batches(chunk_schema(self.embedder.dim), pulled())
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         progress = Progress(self.to_embed)
