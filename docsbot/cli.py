@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,10 +78,12 @@ def render_answer(answer_json: dict) -> str:
 def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
     from docsbot.readiness import say_readable
     from docsbot.wiring import lease_config, open_engine
+    from rag import hidden_progress
     from sync.folder import index_folder
 
     docs = Path(args.docs or settings.docs_dir)
-    stats = index_folder(open_engine(settings), lease_config(settings), docs, rebuild=args.rebuild)
+    with hidden_progress() if args.json else nullcontext():  # --json: nothing but the JSON
+        stats = index_folder(open_engine(settings), lease_config(settings), docs, rebuild=args.rebuild)
     print_index(stats, args.json, settings, docs)
     say_readable(settings, args.json)
     return 0
@@ -92,14 +95,17 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     index_unavailable` under --json."""
     import asyncio
 
-    from docsbot.wiring import lease_config, open_engine
+    from docsbot.wiring import open_engine
     from rag import StoreError
-    from sync.folder import ensure_index
 
     engine = open_engine(settings)
     level = Level.parse(args.level)
     try:
-        ensure_index(engine, lease_config(settings), Path(args.docs) if args.docs else None)
+        if args.docs:  # the lease (and the state database's SQLAlchemy, ~0.3 s) only when it may index
+            from docsbot.wiring import lease_config
+            from sync.folder import ensure_index
+
+            ensure_index(engine, lease_config(settings), Path(args.docs))
         answer = asyncio.run(engine.ask(args.question, level))
     except StoreError as exc:
         answer = unavailable(args.question, level, str(exc))

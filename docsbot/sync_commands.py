@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,13 +46,15 @@ def cmd_sync(settings: Settings, args: argparse.Namespace) -> int:
 
     from docsbot.readiness import say_readable
     from docsbot.wiring import sync_config
+    from rag import hidden_progress
     from sync.service import run_sync
 
     settings = with_source(settings, args)
     if args.watch:
         asyncio.run(watch_and_sync(settings))
         return 0
-    report = run_sync(sync_config(settings))
+    with hidden_progress() if args.json else nullcontext():  # --json: nothing but the JSON
+        report = run_sync(sync_config(settings))
     print(json.dumps(report.to_json()) if args.json else report.render())
     say_readable(settings, args.json)
     return 0

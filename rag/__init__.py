@@ -40,7 +40,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("IndexStats", "Provenance", "apply_documents", "chunking_signature"), "rag.indexer"),
     "rebuild_index": "rag.rebuild",
     **dict.fromkeys(("async_openai_client", "openai_client"), "rag.llm_clients"),
-    "recording_to": "rag.progress",
+    **dict.fromkeys(("hidden_progress", "recording_to"), "rag.progress"),
     # embeddings
     **dict.fromkeys(("Embedder", "EmbeddingError", "LocalMiniLM", "bulk_threads", "length_batches", "make_embedder"),
                     "rag.embeddings"),
@@ -52,7 +52,7 @@ _EXPORTS: dict[str, str] = {
     # retrieval (the eval's sweep replays it over cached searches)
     **dict.fromkeys(("HYBRID", "SIGNALS", "Found", "Mode", "Retrieval", "rank", "search_lists"), "rag.retrieval"),
 }
-_RENAMED = {"install_events": "install"}
+_RENAMED = {"install_events": "install", "hidden_progress": "hidden"}
 
 __all__ = sorted(_EXPORTS)
 
@@ -93,7 +93,7 @@ if TYPE_CHECKING:
     from rag.levels import Level
     from rag.owners import CodeOwners, Ownership, find_codeowners, front_matter_of, parse_codeowners, split_owners
     from rag.llm_clients import async_openai_client, openai_client
-    from rag.progress import recording_to
+    from rag.progress import hidden as hidden_progress, recording_to
     from rag.prompt import PROMPT_VERSION
     from rag.rebuild import rebuild_index
     from rag.spans import fences_balanced

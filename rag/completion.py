@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
-import openai
+if TYPE_CHECKING:  # only an LLM endpoint's client uses it: an extractive answer never imports openai
+    import openai
 
 
 class MalformedReply(Exception):

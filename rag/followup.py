@@ -12,8 +12,6 @@ import asyncio
 import re
 from typing import TYPE_CHECKING, Sequence
 
-import openai
-
 from rag.completion import MalformedReply, message_text
 from rag.config import LLMConfig
 from rag.llm_clients import AsyncChatClient
@@ -62,6 +60,8 @@ class Rewriter:
 
     async def rewrite(self, question: str, history: History) -> str | None:
         """The standalone query, or None when the endpoint failed, timed out or said nothing."""
+        import openai  # here, not at the top: a command without an LLM endpoint never loads it (0.3-0.6 s)
+
         turns = "\n".join(f"{speaker}: {neutralise(text)}" for speaker, text in history[-6:])
         messages: list[ChatCompletionMessageParam] = [
             {"role": "system", "content": REWRITE_PROMPT},

@@ -13,7 +13,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-import openai
 from tenacity import RetryCallState, retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 from tenacity.stop import stop_base
 
@@ -70,9 +69,15 @@ def retry_after_seconds(headers: object) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-# Failures worth another attempt: the same request may well succeed a moment later.
-_TRANSIENT = (asyncio.TimeoutError, openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
-              openai.InternalServerError)
+def _transient() -> tuple[type[BaseException], ...]:
+    """Failures worth another attempt: the same request may well succeed a moment later. (openai is
+    imported where an endpoint is called: the extractive answerer's commands never load it, 0.3-0.6 s.)"""
+    import openai
+
+    return (asyncio.TimeoutError, openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
+            openai.InternalServerError)
+
+
 _BACKOFF = wait_exponential(multiplier=0.5)  # 0.5 s, 1 s, 2 s, … before the jitter
 
 
@@ -140,7 +145,10 @@ class OpenAIChat:
         A transient failure is retried up to `max_retries` times, after the provider's Retry-After
         or a jittered exponential backoff, unless that wait would end past the total deadline;
         then the last failure is a ProviderError carrying its Retry-After."""
+        import openai
+
         s = self._endpoint
+        transient = _transient()
         messages = build_messages(question, sources, history)
         sink = on_text if s.stream else None
         emitted = False
@@ -154,7 +162,7 @@ class OpenAIChat:
         deadline = time.monotonic() + s.total_timeout_s
 
         @retry(
-            retry=retry_if_exception_type(_TRANSIENT),
+            retry=retry_if_exception_type(transient),
             stop=stop_after_attempt(s.max_retries + 1) | _WaitPastDeadline(deadline),
             wait=_provider_wait,
             before_sleep=_count_retry,
@@ -173,7 +181,7 @@ class OpenAIChat:
                                timeout=timeout)
                 reply = self._whole(request) if sink is None else self._streamed(request, emit)
                 return await asyncio.wait_for(reply, timeout=timeout + 0.5)
-            except _TRANSIENT as exc:
+            except transient as exc:
                 events.llm_failed(exc)
                 if emitted:
                     raise ProviderError(f"the AI service failed mid-answer ({_describe(exc)})") from None
@@ -191,7 +199,7 @@ class OpenAIChat:
 
         try:
             return await attempt()
-        except _TRANSIENT as exc:
+        except transient as exc:
             raise _unavailable(exc) from None
 
     async def _whole(self, request: dict) -> str:
@@ -222,6 +230,8 @@ class OpenAIChat:
 
 
 def _describe(exc: BaseException) -> str:
+    import openai
+
     status = getattr(exc, "status_code", None)
     if isinstance(exc, asyncio.TimeoutError) or isinstance(exc, openai.APITimeoutError):
         return "timed out"

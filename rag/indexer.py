@@ -1,8 +1,9 @@
 """Turning documents into indexed chunks: chunk, reuse cached vectors, embed only new text, write."""
 from __future__ import annotations
 
+import contextvars
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -93,43 +94,46 @@ SAVE_EVERY_ROWS = 1024
 
 def embed_chunks(
     store: Index, embedder: Embedder, chunks: list[Chunk], stats: IndexStats | None = None,
-    save_rows: int = SAVE_EVERY_ROWS,
+    save_rows: int = SAVE_EVERY_ROWS, progress: Progress | None = None,
 ) -> tuple[np.ndarray, int]:
     """Vectors for chunks, from the cache where the text was embedded before; returns (vectors,
-    number of texts embedded now). New vectors are saved to the cache as they are computed."""
+    number of texts embedded now). New vectors are saved to the cache as they are computed;
+    `progress` counts them (else a Progress of their own)."""
     cached = store.cached_vectors([c.text_hash for c in chunks])
     missing: dict[str, str] = {}
     for chunk in chunks:
         if chunk.text_hash not in cached:
             missing.setdefault(chunk.text_hash, chunk.embed_text)
     if missing:
-        _embed_missing(store, embedder, missing, cached, stats or IndexStats(), save_rows)
+        own = progress is None
+        progress = progress or Progress(len(missing))
+        try:
+            _embed_missing(store, embedder, missing, cached, stats or IndexStats(), save_rows, progress)
+        finally:
+            if own:
+                progress.close()
     vectors = np.stack([cached[c.text_hash] for c in chunks]) if chunks else np.zeros((0, embedder.dim), np.float32)
     return vectors, len(missing)
 
 
 def _embed_missing(
     store: Index, embedder: Embedder, missing: dict[str, str], into: dict[str, np.ndarray], stats: IndexStats,
-    save_rows: int,
+    save_rows: int, progress: Progress,
 ) -> None:
     hashes = list(missing)
-    progress = Progress(len(hashes))
     unsaved: list[str] = []
     last_save = time.monotonic()
-    try:
-        for idx, vectors in embedder.embed_batches([missing[h] for h in hashes]):
-            for i, vector in zip(idx, vectors):
-                into[hashes[i]] = vector
-                unsaved.append(hashes[i])
-            progress.advance(len(idx))
-            if len(unsaved) >= save_rows or time.monotonic() - last_save >= SAVE_EVERY_S:
-                with stats.steps.stage("save"):
-                    _save(store, unsaved, into, progress)
-                last_save = time.monotonic()
-        with stats.steps.stage("save"):
-            _save(store, unsaved, into, progress)
-    finally:
-        progress.close()
+    for idx, vectors in embedder.embed_batches([missing[h] for h in hashes]):
+        for i, vector in zip(idx, vectors):
+            into[hashes[i]] = vector
+            unsaved.append(hashes[i])
+        progress.advance(len(idx))
+        if len(unsaved) >= save_rows or time.monotonic() - last_save >= SAVE_EVERY_S:
+            with stats.steps.stage("save"):
+                _save(store, unsaved, into, progress)
+            last_save = time.monotonic()
+    with stats.steps.stage("save"):
+        _save(store, unsaved, into, progress)
 
 
 def _save(store: Index, unsaved: list[str], vectors: dict[str, np.ndarray], progress: Progress) -> None:
@@ -139,21 +143,83 @@ def _save(store: Index, unsaved: list[str], vectors: dict[str, np.ndarray], prog
         unsaved.clear()
 
 
-def build_rows(
-    docs: list[Document], provenance: dict[str, Provenance], store: Index, embedder: Embedder, config: RagConfig
-) -> tuple[pa.Table, IndexStats]:
-    stats = IndexStats(documents=len(docs))
-    chunks: list[Chunk] = []
-    owner: list[Document] = []
-    with stats.steps.stage("chunk"):
-        for doc in docs:
-            for chunk in chunk_document(doc, config.chunking.size, config.chunking.overlap):
-                chunks.append(chunk)
-                owner.append(doc)
-    with stats.steps.stage("embed"):
-        vectors, embedded = embed_chunks(store, embedder, chunks, stats)
-    stats.chunks, stats.chunks_embedded, stats.chunks_reused = len(chunks), embedded, len(chunks) - embedded
-    columns: dict[str, list] = {name: [] for name in chunk_schema(embedder.dim).names if name != "vector"}
+# Chunks chunked, embedded and turned into Arrow rows at a time: what a write holds in memory,
+# whatever the size of the repository (the rows stream into one commit, rag/store/tables.py).
+BATCH_CHUNKS = 512
+
+
+@dataclass
+class RowStream:
+    """The rows of `docs` as a stream of record batches, made BATCH_CHUNKS chunks at a time as the
+    write reads them. A first pass chunks every document to count the chunks and the texts the
+    cache lacks (the progress total), keeping only their hashes; `stats` is complete once the
+    stream has been read to its end."""
+
+    docs: list[Document]
+    provenance: dict[str, Provenance]
+    store: Index
+    embedder: Embedder
+    config: RagConfig
+    stats: IndexStats = field(default_factory=IndexStats)
+    batch_chunks: int = BATCH_CHUNKS
+
+    def __post_init__(self) -> None:
+        self.stats.documents = len(self.docs)
+        with self.stats.steps.stage("chunk"):
+            hashes = {chunk.text_hash for doc in self.docs for chunk in self._chunks(doc)}
+            self.stats.chunks = sum(1 for doc in self.docs for _ in self._chunks(doc))
+        with self.stats.steps.stage("embed"):
+            self.to_embed = len(hashes - self.store.cached_hashes(sorted(hashes)))
+
+    def _chunks(self, doc: Document) -> list[Chunk]:
+        return chunk_document(doc, self.config.chunking.size, self.config.chunking.overlap)
+
+    def reader(self) -> pa.RecordBatchReader:
+        """The batches, made in the caller's context wherever Lance pulls them from (its own
+        threads): the progress recorder and `hidden_progress` are context variables."""
+        context, batches = contextvars.copy_context(), self.batches()
+
+        def pulled() -> Iterator[pa.RecordBatch]:
+            while True:
+                try:
+                    yield context.run(next, batches)
+                except StopIteration:
+                    return
+
+        return pa.RecordBatchReader.from_batches(chunk_schema(self.embedder.dim), pulled())
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        progress = Progress(self.to_embed)
+        try:
+            chunks: list[Chunk] = []
+            owner: list[Document] = []
+            for n, doc in enumerate(self.docs, 1):
+                progress.file(n - 1, len(self.docs))
+                with self.stats.steps.stage("chunk"):
+                    for chunk in self._chunks(doc):
+                        chunks.append(chunk)
+                        owner.append(doc)
+                if len(chunks) >= self.batch_chunks or (n == len(self.docs) and chunks):
+                    yield self._rows(chunks, owner, progress)
+                    chunks, owner = [], []
+            progress.file(len(self.docs), len(self.docs))
+        finally:
+            progress.close()
+
+    def _rows(self, chunks: list[Chunk], owner: list[Document], progress: Progress) -> pa.RecordBatch:
+        with self.stats.steps.stage("embed"):
+            vectors, embedded = embed_chunks(self.store, self.embedder, chunks, self.stats, progress=progress)
+        self.stats.chunks_embedded += embedded
+        self.stats.chunks_reused = self.stats.chunks - self.stats.chunks_embedded
+        return rows_of(chunks, owner, vectors, self.provenance, self.config, self.embedder.dim)
+
+
+def rows_of(
+    chunks: list[Chunk], owner: list[Document], vectors: np.ndarray, provenance: dict[str, Provenance],
+    config: RagConfig, dim: int,
+) -> pa.RecordBatch:
+    """The chunks table's rows of `chunks` (each of the document beside it in `owner`)."""
+    columns: dict[str, list] = {name: [] for name in chunk_schema(dim).names if name != "vector"}
     for chunk, doc in zip(chunks, owner):
         prov = provenance.get(doc.path, Provenance())
         values = {
@@ -184,10 +250,17 @@ def build_rows(
         }
         for name, value in values.items():
             columns[name].append(value)
-    schema = chunk_schema(embedder.dim)
+    schema = chunk_schema(dim)
     arrays = [pa.array(columns[f.name], type=f.type) for f in schema if f.name != "vector"]
-    table = pa.Table.from_arrays([*arrays, vector_array(vectors)], schema=schema)
-    return table, stats
+    return pa.RecordBatch.from_arrays([*arrays, vector_array(vectors)], schema=schema)
+
+
+def build_rows(
+    docs: list[Document], provenance: dict[str, Provenance], store: Index, embedder: Embedder, config: RagConfig
+) -> tuple[pa.Table, IndexStats]:
+    """Every row of `docs` in one table (an index built aside, rag/rebuild.py)."""
+    stream = RowStream(docs, provenance, store, embedder, config)
+    return pa.Table.from_batches(list(stream.batches()), schema=chunk_schema(embedder.dim)), stream.stats
 
 
 def apply_documents(
@@ -209,11 +282,12 @@ def apply_documents(
         if not full:
             store.check_embedding(embedder.name, embedder.dim)
         store.reset()
-    rows, stats = build_rows(docs, provenance, store, embedder, config)
     before = store.doc_hashes() if store.exists() else {}
+    stream = RowStream(docs, provenance, store, embedder, config)
+    stats = stream.stats
     replace = None if full else [d.path for d in docs] + list(removed)
-    with stats.steps.stage("write"):
-        store.write(rows, replace)
+    with stats.steps.stage("write", inner=("chunk", "embed")):  # which happen as the write reads the rows
+        store.write(stream.reader() if stats.chunks else chunk_schema(embedder.dim).empty_table(), replace)
     if full:
         stats.deleted = len(set(before) - {d.path for d in docs})
     else:

@@ -7,6 +7,7 @@ with `recording_to` (the sync and `docsbot index` write it where `docsbot status
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +19,7 @@ log = logging.getLogger("docsbot.progress")
 
 Recorder = Callable[[int, int], None]  # (chunks done, chunks in all)
 _recorder: ContextVar[Recorder | None] = ContextVar("progress_recorder", default=None)
+_hidden: ContextVar[bool] = ContextVar("progress_hidden", default=False)
 
 LOG_EVERY_S = 10.0
 
@@ -32,9 +34,21 @@ def recording_to(recorder: Recorder) -> Iterator[None]:
         _recorder.reset(token)
 
 
-def describe(done: int, total: int, rate: float) -> str:
-    """`embedded 12,000 / 33,046 chunks, 21/s, ETA 15 min`."""
+@contextmanager
+def hidden() -> Iterator[None]:
+    """No bar and no progress lines from the Progress started inside (a command printing JSON)."""
+    token = _hidden.set(True)
+    try:
+        yield
+    finally:
+        _hidden.reset(token)
+
+
+def describe(done: int, total: int, rate: float, files: tuple[int, int] | None = None) -> str:
+    """`embedded 12,000 / 33,046 chunks (1,200 / 2,900 files), 21/s, ETA 15 min`."""
     line = f"embedded {done:,} / {total:,} chunks"
+    if files is not None:
+        line += f" ({files[0]:,} / {files[1]:,} files)"
     if rate > 0:
         left = (total - done) / rate
         eta = f"{left / 60:.0f} min" if left >= 90 else f"{left:.0f} s"
@@ -48,12 +62,13 @@ class Progress:
 
     def __init__(self, total: int, stream: TextIO | None = None, log_every_s: float = LOG_EVERY_S) -> None:
         self.total, self.done = total, 0
+        self.files: tuple[int, int] | None = None  # (documents written, documents in all), when known
         self._record = _recorder.get()
         self._started = self._logged = time.monotonic()
-        self._log_every = log_every_s
+        self._log_every = math.inf if _hidden.get() else log_every_s
         stream = stream or sys.stderr
         self._bar = None
-        if stream.isatty():
+        if stream.isatty() and not _hidden.get():
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, unit="chunk", desc="embedding", file=stream, dynamic_ncols=True)
@@ -68,7 +83,13 @@ class Progress:
         now = time.monotonic()
         if now - self._logged >= self._log_every:
             self._logged = now
-            log.info("%s", describe(self.done, self.total, self.done / max(now - self._started, 1e-9)))
+            log.info("%s", describe(self.done, self.total, self.done / max(now - self._started, 1e-9), self.files))
+
+    def file(self, done: int, total: int) -> None:
+        """`done` of the `total` documents are chunked (shown beside the chunks)."""
+        self.files = (done, total)
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"{done:,}/{total:,} files", refresh=False)
 
     def saved(self, done: int) -> None:
         if self._record:
@@ -79,4 +100,4 @@ class Progress:
             self._bar.close()
         elif self.done and time.monotonic() - self._started >= self._log_every:
             elapsed = time.monotonic() - self._started
-            log.info("%s in %.0f s", describe(self.done, self.total, 0), elapsed)
+            log.info("%s in %.0f s", describe(self.done, self.total, 0, self.files), elapsed)

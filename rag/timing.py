@@ -17,10 +17,13 @@ class StageSeconds:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
+    def stage(self, name: str, inner: tuple[str, ...] = ()) -> Iterator[None]:
+        """Time the block as `name`, less the seconds the `inner` stages run inside it add."""
         started = time.perf_counter()
+        before = sum(self.seconds.get(stage, 0.0) for stage in inner)
         try:
             yield
         finally:
             with self._lock:
-                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
+                nested = sum(self.seconds.get(stage, 0.0) for stage in inner) - before
+                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started - nested

@@ -122,10 +122,11 @@ def _sync_git(
     copy = WorkCopy.from_config(config)
     head = copy.fetch()
     copy.checkout(head)
-    embedder = embedder or make_embedder(config.rag)  # loaded after the fetch, which may fail
+    embedder = embedder or make_embedder(config.rag, lazy=True)  # loaded when a chunk is new
     subdir = config.rag.links.repo_subdir.strip("/")
     root = _docs_root(copy.path, subdir)
     meta = store.meta()
+    _say_if_replacing(store, meta, git_root(config), redact(repo_url(config)))
     indexed: str | None = meta.get("commit")
     signature = index_signature(config, embedder, "git")
     rebuild = meta.get("sync_signature") != signature
@@ -178,8 +179,9 @@ def _sync_folder(
     config: SyncConfig, store: Store, embedder: Embedder | None, folder: Path, started: float, lease: WriterLease
 ) -> SyncReport:
     root = folder.resolve()
-    embedder = embedder or make_embedder(config.rag)
+    embedder = embedder or make_embedder(config.rag, lazy=True)
     meta = store.meta()
+    _say_if_replacing(store, meta, str(root), str(root))
     signature = index_signature(config, embedder, f"folder:{root}")
     rebuild = meta.get("sync_signature") != signature
     report = SyncReport()
@@ -193,6 +195,16 @@ def _sync_folder(
     _record_success(store, report, signature, str(root), started, commit=commit, commit_date=commit_date,
                     owners=Ownership(applied.owners).with_repository(root))
     return report
+
+
+def _say_if_replacing(store: Store, meta: dict[str, Any], root: str, source: str) -> None:
+    """A sync about to replace an index built from other docs (`docsbot index` of the sample docs,
+    another folder) says so in one line, before it starts."""
+    old = meta.get("docs_root")
+    if old and old != root and store.exists():
+        shown = old.removeprefix("git:") or "the repository's root" if old.startswith("git:") else old
+        log.warning("replacing the index of %s (%d documents) with the docs of %s", shown,
+                    store.counts()["documents"], source)
 
 
 def git_root(config: SyncConfig) -> str:

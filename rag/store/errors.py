@@ -34,6 +34,9 @@ _DISK_FULL = "No space left on device"  # strerror(ENOSPC), as Lance's Rust I/O 
 C = TypeVar("C", bound=type)
 
 
+ROWS_FAILED = "docsbot_rows_failed"  # set on an error a streamed write's rows raised (tables._execute)
+
+
 @contextmanager
 def unreadable(uri: str) -> Iterator[None]:
     """Lance and I/O errors inside become IndexUnreadable, naming the index and the fix."""
@@ -42,6 +45,8 @@ def unreadable(uri: str) -> Iterator[None]:
     except StoreError:
         raise
     except (OSError, RuntimeError) as exc:  # lance reports a missing data file as a RuntimeError
+        if getattr(exc, ROWS_FAILED, False):  # raised while a write's rows were made (the embedder's): not Lance's
+            raise
         text = str(exc).strip()
         reason = _RUST_LOCATION.sub("", text.splitlines()[0]) if text else type(exc).__name__
         if getattr(exc, "errno", None) == errno.ENOSPC or _DISK_FULL in text:  # nothing to rebuild: no room

@@ -64,6 +64,10 @@ class Index(Protocol):
         """The embedding cache's vectors of these texts (by text hash), where it has them."""
         ...
 
+    def cached_hashes(self, text_hashes: list[str]) -> set[str]:
+        """Those of these text hashes whose vectors the embedding cache has (vectors not read)."""
+        ...
+
     def cache_vectors(self, text_hashes: list[str], vectors: np.ndarray) -> None: ...
 
     def reset(self) -> None:

@@ -13,14 +13,14 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import lancedb
 import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree
 
-from rag.store.errors import IndexMismatch, IndexMissing, StoreError, WriteRefused, store_errors
+from rag.store.errors import ROWS_FAILED, IndexMismatch, IndexMissing, StoreError, WriteRefused, store_errors
 from rag.store.schema import (CHUNKS, META, ROW_COLUMNS, ROW_DEFAULTS, VECTORS, access_filter, meta_table, sql_list,
                               vector_array, vector_matrix)
 from rag.index_summary import IndexSummary, current_manifests, write_summary
@@ -164,6 +164,17 @@ class Tables:
             found.update(zip(result["text_hash"].to_pylist(), vector_matrix(result)))
         return found
 
+    def cached_hashes(self, text_hashes: list[str]) -> set[str]:
+        table = self._table(VECTORS)
+        found: set[str] = set()
+        if table is None:
+            return found
+        for start in range(0, len(text_hashes), 500):
+            batch = text_hashes[start:start + 500]
+            rows = table.search().where(f"text_hash IN ({sql_list(batch)})").select(["text_hash"])
+            found.update(rows.limit(len(batch)).to_arrow()["text_hash"].to_pylist())
+        return found
+
     def cached_table(self) -> pa.Table | None:
         """The whole vector cache (text_hash, vector), or None when there is none yet."""
         table = self._table(VECTORS)
@@ -189,10 +200,12 @@ class Tables:
         self._wrote()
 
     # -- writes -------------------------------------------------------------------------------
-    def write(self, rows: pa.Table, replace_paths: Iterable[str] | None) -> None:
+    def write(self, rows: pa.Table | pa.RecordBatchReader, replace_paths: Iterable[str] | None) -> None:
         """Upsert rows and delete the other chunks of the touched paths, in one commit.
 
-        replace_paths=None means a full rebuild: every chunk not in `rows` is deleted.
+        replace_paths=None means a full rebuild: every chunk not in `rows` is deleted. A reader is
+        read as the write goes (memory bounded by its batches) and commits only once it has ended:
+        an error while it is read leaves the table as it was, and is raised as it was raised.
         """
         self._before_commit()
         table = self._table(CHUNKS)
@@ -202,7 +215,7 @@ class Tables:
         else:
             _add_columns(table, rows.schema)
         paths = None if replace_paths is None else sorted(set(replace_paths))
-        if rows.num_rows == 0:
+        if isinstance(rows, pa.Table) and rows.num_rows == 0:
             if paths is None:
                 table.delete("true")
             elif paths:
@@ -213,7 +226,7 @@ class Tables:
                 merge = merge.when_not_matched_by_source_delete()
             elif paths:
                 merge = merge.when_not_matched_by_source_delete(f"doc_path IN ({sql_list(paths)})")
-            merge.execute(rows)
+            _execute(merge, rows, self._before_commit)
         self._wrote()
 
     def replace(self, name: str, data: pa.Table) -> None:
@@ -354,6 +367,32 @@ class Tables:
         if not self.exists():
             return {"documents": 0, "chunks": 0}
         return {"documents": self.chunks().count_rows("ordinal = 0"), "chunks": self.chunk_count()}
+
+
+def _execute(merge: Any, rows: pa.Table | pa.RecordBatchReader, before_commit: Callable[[], None]) -> None:
+    """Run the merge on `rows`. A reader's batches pass through a check: the first exception raised
+    while making them (the embedder failed, the lease was lost) is kept and raised here, since Lance
+    reports it as text; the last check is that this process may still commit, once they are made."""
+    if isinstance(rows, pa.Table):
+        merge.execute(rows)
+        return
+    failed: list[BaseException] = []
+
+    def checked() -> Iterator[pa.RecordBatch]:
+        try:
+            yield from rows
+            before_commit()
+        except BaseException as exc:
+            failed.append(exc)
+            raise
+
+    try:
+        merge.execute(pa.RecordBatchReader.from_batches(rows.schema, checked()))
+    except Exception:
+        if failed:
+            setattr(failed[0], ROWS_FAILED, True)
+            raise failed[0] from None
+        raise
 
 
 def _add_columns(table: Any, schema: pa.Schema) -> None:
