@@ -34,7 +34,7 @@ _DISK_FULL = "No space left on device"  # strerror(ENOSPC), as Lance's Rust I/O 
 C = TypeVar("C", bound=type)
 
 
-ROWS_FAILED = "docsbot_rows_failed"  # set on an error a streamed write's rows raised (tables._execute)
+ROWS_FAILED = "docsbot_rows_failed"  # set on an error a streamed write's rows raised (writes.streamed_write)
 
 
 @contextmanager

@@ -13,17 +13,18 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import lancedb
 import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree
 
-from rag.store.errors import ROWS_FAILED, IndexMismatch, IndexMissing, StoreError, WriteRefused, store_errors
+from rag.store.errors import IndexMismatch, IndexMissing, StoreError, WriteRefused, store_errors
 from rag.store.schema import (CHUNKS, META, ROW_COLUMNS, ROW_DEFAULTS, VECTORS, access_filter, meta_table, sql_list,
                               vector_array, vector_matrix)
 from rag.index_summary import IndexSummary, current_manifests, write_summary
+from rag.store.writes import add_columns, streamed_write
 
 if TYPE_CHECKING:
     from rag.store.ann import AnnState
@@ -210,10 +211,14 @@ class Tables:
         self._before_commit()
         table = self._table(CHUNKS)
         if table is None:
-            self._view.tables[CHUNKS] = table = self._db.create_table(CHUNKS, schema=rows.schema)
+            # A first build creates the table from its rows, one commit at the end: a sync killed
+            # half-way leaves no table (or one Lance never committed) rather than an empty index.
+            self._view.tables[CHUNKS] = table = streamed_write(
+                lambda data: self._db.create_table(CHUNKS, data, mode="overwrite"), rows, self._before_commit)
             index_chunks(table)
-        else:
-            _add_columns(table, rows.schema)
+            self._wrote()
+            return
+        add_columns(table, rows.schema)
         paths = None if replace_paths is None else sorted(set(replace_paths))
         if isinstance(rows, pa.Table) and rows.num_rows == 0:
             if paths is None:
@@ -226,7 +231,7 @@ class Tables:
                 merge = merge.when_not_matched_by_source_delete()
             elif paths:
                 merge = merge.when_not_matched_by_source_delete(f"doc_path IN ({sql_list(paths)})")
-            _execute(merge, rows, self._before_commit)
+            streamed_write(merge.execute, rows, self._before_commit)
         self._wrote()
 
     def replace(self, name: str, data: pa.Table) -> None:
@@ -367,41 +372,6 @@ class Tables:
         if not self.exists():
             return {"documents": 0, "chunks": 0}
         return {"documents": self.chunks().count_rows("ordinal = 0"), "chunks": self.chunk_count()}
-
-
-def _execute(merge: Any, rows: pa.Table | pa.RecordBatchReader, before_commit: Callable[[], None]) -> None:
-    """Run the merge on `rows`. A reader's batches pass through a check: the first exception raised
-    while making them (the embedder failed, the lease was lost) is kept and raised here, since Lance
-    reports it as text; the last check is that this process may still commit, once they are made."""
-    if isinstance(rows, pa.Table):
-        merge.execute(rows)
-        return
-    failed: list[BaseException] = []
-
-    def checked() -> Iterator[pa.RecordBatch]:
-        try:
-            yield from rows
-            before_commit()
-        except BaseException as exc:
-            failed.append(exc)
-            raise
-
-    try:
-        merge.execute(pa.RecordBatchReader.from_batches(rows.schema, checked()))
-    except Exception:
-        if failed:
-            setattr(failed[0], ROWS_FAILED, True)
-            raise failed[0] from None
-        raise
-
-
-def _add_columns(table: Any, schema: pa.Schema) -> None:
-    """Add the row columns an index written by an earlier version lacks (empty in its old rows),
-    so the write that follows can store them: the migration is the first write after an upgrade."""
-    present = set(table.schema.names)
-    missing = [field for field in schema if field.name not in present]
-    if missing:
-        table.add_columns(missing)
 
 
 async def _row_columns(table: Any) -> list[str]:
