@@ -29,6 +29,7 @@ class SyncReport(FileCounts):
     chunks_reused: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)  # what the person running it should fix
+    unindexed: list[str] = field(default_factory=list)  # files the globs leave out, by reason (rag/unindexed.py)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -46,6 +47,7 @@ class SyncReport(FileCounts):
             "mode": self.mode,
             "reason": self.reason,
             "warnings": self.warnings,
+            "unindexed": self.unindexed,
         }
 
     def render(self) -> str:
@@ -58,6 +60,7 @@ class SyncReport(FileCounts):
             f"in {self.seconds:.2f}s"
         ]
         lines += [f"skipped {_one_line(path)}: {_one_line(shorten(reason))}" for path, reason in self.skipped]
+        lines += [f"not indexed: {line}" for line in self.unindexed]
         lines += [f"warning: {warning}" for warning in self.warnings]
         return "\n".join(lines)
 

@@ -23,6 +23,7 @@ from opentelemetry import trace
 
 from rag import (
     DocumentError, Embedder, Ownership, Provenance, Store, chunking_signature, inside, left_out_pages, make_embedder,
+    unindexed_files,
 )
 from state.db import StateUnavailable
 from state.sync_status import SyncStatus
@@ -244,8 +245,10 @@ def _fill(report: SyncReport, mode: str, applied: Applied, reason: str = "") -> 
 
 
 def _warn_if_empty(report: SyncReport, store: Store, root: Path, config: SyncConfig) -> None:
-    """A sync that leaves the index empty says why when the globs are the reason: the tree
-    holds pages of a format docsbot reads (a Sphinx tree under `DOCSBOT_INCLUDE=**/*.md`)."""
+    """Every file under the docs root the globs leave out, counted by reason; and a sync that
+    leaves the index empty says why when the globs are the reason: the tree holds pages of a
+    format docsbot reads (a Sphinx tree under `DOCSBOT_INCLUDE=**/*.md`)."""
+    report.unindexed = unindexed_files(root, config.rag.docs.include, config.rag.docs.exclude).lines()
     if store.counts()["documents"]:
         return
     left_out = left_out_pages(root, config.rag.docs.include, config.rag.docs.exclude)

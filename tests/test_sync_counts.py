@@ -55,3 +55,14 @@ def test_a_sync_of_unchanged_files_adds_nothing(tmp_path: Path, embedder: LocalM
     assert (first.added, first.unchanged) == (2, 0)
     assert (again.added, again.modified, again.unchanged, again.chunks_embedded) == (0, 0, 2, 0)
     assert documents(settings.data_dir) == (2, 2)
+
+
+def test_a_sync_counts_the_files_it_leaves_out_by_reason(tmp_path: Path, embedder: LocalMiniLM) -> None:
+    """Nothing under the docs root is left out without a word (issue 38 item 2): the sync summary
+    names the files the globs do not take, by reason, as `docsbot index` and `status` do."""
+    source = new_repo(tmp_path / "upstream")
+    commit_files(source, {**FILES, "diagram.png": "not an image", "source/_partials/footer.erb": "<p>x</p>\n"})
+    report = run_sync(sync_config(sync_settings(tmp_path, source)), embedder)
+    shown = report.render()
+    assert any(line.startswith("not indexed: 1 file: ") and "diagram.png" in line for line in shown.splitlines()), shown
+    assert report.to_json()["unindexed"] == report.unindexed and len(report.unindexed) >= 1
