@@ -10,7 +10,7 @@ from bot.local import demo
 from bot.local.harness import local_slack
 from docsbot.settings import Settings
 from rag.engine import Engine
-from tests.test_bot_audience import ROTATION, answered_level
+from tests.test_bot_audience import eve_dm_level
 
 POLICY = 'admins = ["U_ALICE"]\n[users]\nU_EVE = "team"\n'
 
@@ -22,21 +22,13 @@ async def test_a_deleted_access_file_fails_closed_and_the_admins_are_told(
     access.write_text(POLICY)
     settings = settings.model_copy(update={"access_file": str(access)})
     async with local_slack(settings, sample_engine) as local:
-        dm = local.standin.dm_channel(demo.EVE)
-
-        async def ask() -> str:
-            ts = local.standin.post_as_user(dm, demo.EVE, ROTATION)
-            await local.slack.event(local.slack.direct_message(demo.EVE, dm, ROTATION, ts))
-            await local.settle()
-            return await answered_level(local, dm)
-
-        assert await ask() == "team"
+        assert await eve_dm_level(local) == "team"
         access.unlink()
         await asyncio.sleep(1.1)  # the file is checked at most once a second
-        assert await ask() == "public"  # fail closed, not the old policy
+        assert await eve_dm_level(local) == "public"  # fail closed, not the old policy
         assert not local.bot.services.policy.is_admin("U_ALICE")
         told = local.standin.messages[local.standin.dm_channel(demo.ALICE)]
         assert len(told) == 1 and "is gone" in told[0]["text"] and "public docs only" in told[0]["text"], told
         access.write_text(POLICY)
         await asyncio.sleep(1.1)
-        assert await ask() == "team"
+        assert await eve_dm_level(local) == "team"

@@ -39,6 +39,15 @@ async def answered_level(local: LocalSlack, channel: str) -> str:
     return logged.level
 
 
+async def eve_dm_level(local: LocalSlack) -> str:
+    """Eve asks about the on-call rotation in her DM; the level her answer was given at."""
+    dm = local.standin.dm_channel(demo.EVE)
+    ts = local.standin.post_as_user(dm, demo.EVE, ROTATION)
+    await local.slack.event(local.slack.direct_message(demo.EVE, dm, ROTATION, ts))
+    await local.settle()
+    return await answered_level(local, dm)
+
+
 async def rotation_level(local: LocalSlack, channel: str = demo.ENG) -> str:
     """Dan asks about the on-call rotation (a `team` page); the level his answer was given at."""
     await mention(local, demo.DAN, channel, ROTATION)
@@ -100,21 +109,13 @@ async def test_an_edited_access_file_applies_without_a_restart_and_a_broken_one_
     access.write_text('admins = ["U_ALICE"]\n[users]\nU_ALICE = "restricted"\n')
     settings = settings.model_copy(update={"access_file": str(access)})
     async with local_slack(settings, sample_engine) as local:
-        dm = local.standin.dm_channel(demo.EVE)
-
-        async def ask() -> str:
-            ts = local.standin.post_as_user(dm, demo.EVE, ROTATION)
-            await local.slack.event(local.slack.direct_message(demo.EVE, dm, ROTATION, ts))
-            await local.settle()
-            return await answered_level(local, dm)
-
-        assert await ask() == "public"
+        assert await eve_dm_level(local) == "public"
         await asyncio.sleep(1.1)  # the file is checked at most once a second
         access.write_text('admins = ["U_ALICE"]\n[users]\nU_ALICE = "restricted"\nU_EVE = "team"\n')
-        assert await ask() == "team"
+        assert await eve_dm_level(local) == "team"
         await asyncio.sleep(1.1)
         access.write_text('admins = ["U_ALICE"]\n[users]\nU_EVE = "boss"\n')
-        assert await ask() == "team"  # the previous policy stays in force
+        assert await eve_dm_level(local) == "team"  # the previous policy stays in force
         await local.settle()
         told = local.standin.messages[local.standin.dm_channel(demo.ALICE)]
         assert len(told) == 1 and "cannot be used" in told[0]["text"] and "'boss'" in told[0]["text"]

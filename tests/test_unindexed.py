@@ -43,8 +43,10 @@ def test_a_git_sync_that_indexes_nothing_names_the_pages_and_the_setting(tmp_pat
     env = {"DOCSBOT_DATA_DIR": str(tmp_path / "index"), "DOCSBOT_REPO": str(repo), "DOCSBOT_INCLUDE": '["**/*.md"]'}
     narrow = docsbot("sync", env=env)
     assert narrow.returncode == 0, narrow.stderr
-    warning = [line for line in narrow.stdout.splitlines() + narrow.stderr.splitlines() if "DOCSBOT_INCLUDE" in line]
+    said = narrow.stdout.splitlines() + narrow.stderr.splitlines()
+    warning = [line for line in said if "DOCSBOT_INCLUDE" in line and "warning" in line]
     assert len(warning) == 1 and "2 .rst, 1 .adoc" in warning[0], narrow.stdout + narrow.stderr
+    assert any(line.startswith("not indexed: 3 files: pages of a format") for line in said)  # and counted, by reason
     default = docsbot("sync", env={k: v for k, v in env.items() if k != "DOCSBOT_INCLUDE"})
     assert default.returncode == 0, default.stderr
     assert "DOCSBOT_INCLUDE" not in default.stdout + default.stderr
