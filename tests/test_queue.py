@@ -19,6 +19,7 @@ from docsbot.settings import Settings
 from rag.engine import Engine
 from eval.standins.openai_server import OpenAIStandIn
 from tests.support.slack import VPN, answers, mention, model_settings, with_model
+from tests.support.waiting import until
 
 def crowd() -> Workspace:
     """The demo workspace with 50 more people in #general (as in the ack benchmark)."""
@@ -183,9 +184,11 @@ async def test_the_placeholder_shows_the_place_in_line_and_follows_it(
     settings = model_settings(settings, openai_standin, bot_max_concurrent_answers=1)
     engine = with_model(sample_engine, settings)
     async with local_slack(settings, engine) as local:
-        for user in (demo.ALICE, demo.BOB, demo.EVE):
+        for asked, user in enumerate((demo.ALICE, demo.BOB, demo.EVE), start=1):
             question, _ = await mention(local, user, demo.GENERAL, VPN)
-            await asyncio.sleep(0.2)
+            # Each question is in line before the next is asked: on a loaded machine a fixed pause
+            # let Eve's question reach the queue before Bob's.
+            await until(lambda: len(local.standin.calls_to("chat.postMessage")) >= asked, 30, "no placeholder")
         third = local.standin.calls_to("chat.postMessage")[-1]
         assert third["text"] == in_line(1) and "1 question ahead of you" in third["text"]
         assert not local.standin.calls_to("chat.postEphemeral")  # nobody is turned away
