@@ -235,7 +235,8 @@ def _outside_code(doc: Document, chunk_text: str, anchor: str) -> str:
 @pytest.mark.parametrize("folder", ["trpc/www/docs", "httpx/docs"])
 def test_no_chunk_of_the_formats_dev_corpora_holds_markup_residue(folder: str):
     docs, skipped = load_folder(CORPORA / folder, ["**/*.md", "**/*.mdx"], [], RULES, 2_000_000)
-    assert skipped == [] and len(docs) > 20
+    # Every page is indexed or skipped with its reason: here, pages that only import a partial.
+    assert {reason.split(" (")[0] for _, reason in skipped} <= {"no text to index"} and len(docs) > 20
     found = []
     for doc in docs:
         for chunk in chunk_document(doc, 1000, 150):
