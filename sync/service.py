@@ -161,7 +161,7 @@ def _sync_git(
     else:
         report.unchanged = store.counts()["documents"]
     _checkpoint(config, "after-write")
-    _warn_if_empty(report, store, root, config)
+    _say_what_is_left_out(report, store, root, config)
     _record_success(store, report, signature, git_root(config), started, commit=head,
                     commit_date=copy.commit_date(head), owners=owners.with_repository(copy.path, subdir))
     return report
@@ -191,7 +191,7 @@ def _sync_folder(
     applied = reconcile(store, embedder, config.rag, root, folder_provenance(root), rebuild)
     _fill(report, "reconcile", applied, "local folder")
     _checkpoint(config, "after-write")
-    _warn_if_empty(report, store, root, config)
+    _say_what_is_left_out(report, store, root, config)
     commit, commit_date = head_commit(root)  # as `docsbot index` records it (a folder outside git: none)
     _record_success(store, report, signature, str(root), started, commit=commit, commit_date=commit_date,
                     owners=Ownership(applied.owners).with_repository(root))
@@ -244,7 +244,7 @@ def _fill(report: SyncReport, mode: str, applied: Applied, reason: str = "") -> 
     report.chunks_embedded, report.chunks_reused = applied.stats.chunks_embedded, applied.stats.chunks_reused
 
 
-def _warn_if_empty(report: SyncReport, store: Store, root: Path, config: SyncConfig) -> None:
+def _say_what_is_left_out(report: SyncReport, store: Store, root: Path, config: SyncConfig) -> None:
     """Every file under the docs root the globs leave out, counted by reason; and a sync that
     leaves the index empty says why when the globs are the reason: the tree holds pages of a
     format docsbot reads (a Sphinx tree under `DOCSBOT_INCLUDE=**/*.md`)."""
