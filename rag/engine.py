@@ -25,7 +25,7 @@ from rag.followup import Rewriter, search_query
 from rag.freshness import citation_warning
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
-from rag.kinds import VALUES, lacks_value, thread_kind
+from rag.kinds import CHECKED, lacks_kind, thread_kind
 from rag.terms import coverage, question_terms
 from rag.levels import Level
 from rag.owners import Ownership, front_matter_of
@@ -205,9 +205,10 @@ class Engine:
     ) -> tuple[Retrieval, np.ndarray, bool] | Answer:
         """The retrieval and query vector of a question the gate lets through, else its abstention
         (index unavailable, better matches above the reader's level, nothing close, or below the
-        answerability threshold, with the near miss). A question that asks for a value (how long,
-        how much, what time) goes on below the threshold, flagged (False): an answer that holds
-        the value is worth more than a decline, one that does not is declined (see `ask`)."""
+        answerability threshold, with the near miss). A question whose answer can be checked (a value:
+        how long, how much, what time; a how-to: a command or a step, rag/kinds.CHECKED) goes on
+        below the threshold, flagged (False): an answer that holds what was asked is worth more
+        than a decline, one that does not is declined (see `ask`)."""
         diag = answer.diagnostics
         try:
             # A read of the meta table: off the event loop, like the query embedding.
@@ -232,7 +233,7 @@ class Engine:
         assert self.answerability is not None  # built in __post_init__
         answerable, p = self.answerability.answerable(answerability.features(answer.question, retrieval))
         diag.answerability = round(p, 4)
-        if not answerable and VALUES.get(thread_kind(answer.question, turns) or "") is None:
+        if not answerable and thread_kind(answer.question, turns) not in CHECKED:
             _abstain(answer, "no_match", f"answerability {p:.2f} below the threshold", total)
             return _near_miss(answer, retrieval.selected, self.config.answer.review_days)
         return retrieval, vector, answerable
@@ -314,11 +315,11 @@ def _abstain(answer: Answer, reason: str, detail: str, started: float) -> Answer
 
 
 def _holds_value(question: str, turns: list[tuple[str, str]], text: str) -> bool:
-    """Whether an answer past a declining gate holds the value asked and is about what was asked
+    """Whether an answer past a declining gate holds the value (or the command) asked and is about what was asked
     (more than half the question's key terms, a hyphenated one by its last part: a retention
     table's durations do not answer how long Slack messages are kept; 'pre-record' is 'recorded')."""
     key = {term.rpartition("-")[2] or term for term in question_terms(question)}
-    return not lacks_value(thread_kind(question, turns), text) and coverage(key, text) > VALUE_COVERAGE
+    return not lacks_kind(thread_kind(question, turns), text) and coverage(key, text) > VALUE_COVERAGE
 
 
 def _near_miss(answer: Answer, candidates: list[Candidate], review_days: int) -> Answer:

@@ -18,8 +18,11 @@ _KINDS = (
                             r"|\bhow (?:soon|quickly|fast)\b|\bdeadline\b", re.I)),
     ("person", re.compile(r"^\W*who\b|\bwho(?:m|se)?\b|\bwhich (?:team|person|role)\b", re.I)),
     ("reason", re.compile(r"\bwhy\b|\breasons?\b|\bwhat for\b|\brationale\b", re.I)),
-    ("steps", re.compile(r"\bhow (?:do|can|should|would) (?:i|we|you)\b|\bhow to\b|\bsteps?\b|\bset ?up\b", re.I)),
-    ("time", re.compile(r"\bwhat time\b|\bat what hour\b", re.I)),
+    ("steps", re.compile(r"\bhow (?:do|can|should|would) (?:i|we|you)\b|\bhow to\b|\bsteps?\b|\bset ?up\b"
+                         r"|\bis there (?:a|any) way\b|\bwhat(?:'s| is) the (?:best |right )?way\b", re.I)),
+    # "what time" of day, not "what time window / frame / zone"
+    ("time", re.compile(r"\bwhat time\b(?!\s+(?:window|frame|period|range|span|zone|limit|slot)s?\b)"
+                        r"|\bat what hour\b", re.I)),
     ("when", re.compile(r"^\W*when\b|\bwhich day\b", re.I)),
     ("amount", re.compile(r"\bhow much\b|\bhow many\b|\bwhat(?:'s| is| are) (?:the|our|my) (?:cost|price|fee|limit|"
                           r"maximum|minimum|deductible|budget|allowance|stipend|rate|cap)s?\b", re.I)),
@@ -68,12 +71,24 @@ _OWN_QUESTION = re.compile(r"\b(?:where|which|who|whom|whose|how|when|why)\b|\bw
 # The values a quote must hold to answer a question of the kind (a "when" is as often answered by
 # an event, "after the incident is resolved", as by a date: not judged).
 VALUES = {"duration": _DURATION, "amount": _AMOUNT, "time": _CLOCK}
+# What a how-to's answer shows: a code block, a command in a code span, or a numbered step.
+_COMMAND = re.compile(r"^\s*(?:```|~~~)|`[^`\n]+`|^\s*\d+[.)]\s", re.M)
+# The kinds a quote can be checked against (see `lacks_kind`): below the answerability gate, a
+# quote that holds what such a question asks for is worth more than a decline (rag/engine.py).
+CHECKED = {**VALUES, "steps": _COMMAND}
 
 
 def lacks_value(kind: str | None, text: str) -> bool:
     """Whether a quote lacks the value its question asks for: a duration, an amount, a time of
     day. Other kinds (who, why, how, when) are not judged by a pattern."""
     pattern = VALUES.get(kind or "")
+    return pattern is not None and not pattern.search(_URL.sub(" ", text))
+
+
+def lacks_kind(kind: str | None, text: str) -> bool:
+    """Whether a quote lacks what a checked kind of question asks for (`CHECKED`): its value, or
+    for "how do I" a command or a step; False for the kinds not checked."""
+    pattern = CHECKED.get(kind or "")
     return pattern is not None and not pattern.search(_URL.sub(" ", text))
 
 

@@ -191,6 +191,20 @@ def widen(units: list[Unit], lo: int, hi: int) -> tuple[int, int]:
     return lo, hi
 
 
+def code_after(units: list[Unit], lo: int, hi: int, reach: int = 3) -> int | None:
+    """The code block that completes a how-to told in prose: the first one within `reach` units
+    after the span, with only prose between ("For large downloads ... use streaming responses."
+    is answered by the `httpx.stream(...)` below it); None when the span already shows code."""
+    if any(has_code(u) for u in units[lo:hi + 1]):
+        return None
+    for j in range(hi + 1, min(hi + 1 + reach, len(units))):
+        if has_code(units[j]):
+            return j if units[j].complete else None
+        if units[j].kind != "prose":
+            return None
+    return None
+
+
 def _join(units: list[Unit]) -> str:
     """Sentences of one paragraph joined by a space, every other unit on its own line."""
     text = ""
@@ -234,12 +248,17 @@ def choose_span(best: Picked, picks: list[Picked], acts: bool, asked: set[str], 
         wider = widen(units, min(lo, p.index), max(hi, p.index))
         if len(_join(units[wider[0]:wider[1] + 1])) <= max_chars:  # still one short span
             lo, hi = wider
+    if best.unit.kind == "prose" and hi + 1 < len(units) and units[hi + 1].block == best.unit.block:
+        if len(_join(units[lo:hi + 2])) <= max_chars:  # the sentence after: the answer often follows the match
+            hi += 1
     budget = max_chars
     if acts and (whole := procedure_range(parsed, best.index)) is not None:
         lo, hi, budget = min(lo, whole[0]), max(hi, whole[1]), procedure_chars
     elif acts and runbook_section(section.path) in wanted_sections(question):  # what to do, in prose
         lo, budget = 0, procedure_chars
     lo, hi = widen(units, lo, hi)
+    if acts and (code := code_after(units, lo, hi)) is not None:
+        hi, budget = code, max(budget, procedure_chars)
     if any(has_code(u) or u.step for u in units[lo:hi + 1]):
         budget = max(budget, procedure_chars)
     return cut(section, units[lo:hi + 1], budget)

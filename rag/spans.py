@@ -68,7 +68,8 @@ def fences_balanced(text: str) -> bool:
 
 
 def ends_lead_in(text: str) -> bool:
-    return text.rstrip("*_` ").endswith(":")
+    """Ends with a colon, or an ellipsis that runs on into what follows ("Or the text of the response...")."""
+    return text.rstrip("*_` ").endswith((":", "...", "…"))
 
 
 def resolve_links(text: str, links: dict[str, str]) -> str:

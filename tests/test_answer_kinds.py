@@ -96,7 +96,8 @@ async def test_a_value_asked_goes_past_a_declining_gate_only_when_the_answer_hol
     sample_index: Path, settings: Settings, embedder: LocalMiniLM
 ) -> None:
     """On the sample docs, with a gate that declines everything: the duration of break-glass
-    credentials is quoted (it holds '4 hours'); a how-to is still declined, with its near miss."""
+    credentials is quoted (it holds '4 hours'); a how-to whose quote is about too little of the
+    question (its commands roll back Argo CD, not tidepool-api's 500s) is declined, with its near miss."""
     shutil.copytree(sample_index, settings.data_dir)
     closed = answerability.Model({}, {}, {}, 0.0, 1.1)
     engine = Engine(rag_config(settings), Store(settings.data_dir), embedder, ExtractiveAnswerer(), closed)
