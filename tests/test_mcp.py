@@ -18,6 +18,7 @@ from bot.local import demo
 from bot.local.standin import visible_text
 from docsbot.settings import Settings
 from docsbot.mcp_command import stdio_level
+from eval.bench_mcp import measure
 from rag import Answer, Diagnostics, Engine, Level
 from state.gaps import GapLog
 from state.opening import open_state
@@ -170,3 +171,8 @@ async def test_tokens_are_stored_hashed_and_end_when_revoked_or_expired(state_ur
         assert await tokens.holder(other) is None and await tokens.listed(demo.BOB) == []
     finally:
         await db.close()
+
+
+async def test_bench_mcp_times_search_docs_against_a_direct_search(sample_engine: Engine, tmp_path: Path) -> None:
+    direct, over_mcp = await measure(sample_engine, tmp_path, 3)  # raises if a search_docs call fails
+    assert len(direct) == len(over_mcp) == 3 and min(over_mcp) > 0
