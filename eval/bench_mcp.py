@@ -83,7 +83,7 @@ async def measure(engine: Engine, scratch: Path, calls: int) -> tuple[list[float
     direct: list[float] = []
     over_mcp: list[float] = []
     try:
-        async with endpoint.running(), session(f"http://127.0.0.1:{port}{MCP_PATH}", token) as mcp:
+        async with endpoint.running(), over_http(f"http://127.0.0.1:{port}{MCP_PATH}", token) as mcp:
             for i, question in enumerate(questions(calls + WARM_UP)):
                 started = time.perf_counter()
                 await engine.search(question, Level.team)
@@ -105,7 +105,7 @@ async def measure(engine: Engine, scratch: Path, calls: int) -> tuple[list[float
 
 
 @asynccontextmanager
-async def session(url: str, token: str) -> AsyncIterator[ClientSession]:
+async def over_http(url: str, token: str) -> AsyncIterator[ClientSession]:
     """The SDK's client over streamable HTTP, with the token."""
     async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
                 streamable_http_client(url, http_client=http) as (read, write),

@@ -18,12 +18,12 @@ from bot.local import demo
 from bot.local.standin import visible_text
 from docsbot.settings import Settings
 from docsbot.mcp_command import stdio_level
-from eval.bench_mcp import measure
+from eval.bench_mcp import measure, over_http
 from rag import Answer, Diagnostics, Engine, Level
 from state.gaps import GapLog
 from state.opening import open_state
 from state.tokens import DAY_S, PREFIX, McpTokens
-from tests.support.mcp import LIST_TOOLS, MCP_HEADERS, call, doc_levels, error_of, over_http, over_stdio
+from tests.support.mcp import LIST_TOOLS, MCP_HEADERS, call, doc_levels, error_of, over_stdio
 from tests.support.served import Served, served
 from tests.support.settings import make_settings
 from tests.support.waiting import until

@@ -1,5 +1,6 @@
-"""The official MCP SDK's client against our server: over HTTP with a token, over stdio against a
-real `docsbot mcp` process; and the levels of the sample docs, to check what a caller received."""
+"""The official MCP SDK's client against our server over stdio (a real `docsbot mcp` process; over
+HTTP it is eval/bench_mcp.py's `over_http`), and the levels of the sample docs, to check what a
+caller received."""
 from __future__ import annotations
 
 import sys
@@ -7,10 +8,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx2
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 from rag import Engine, Level
 from tests.support.settings import REPO
@@ -18,15 +17,6 @@ from tests.support.settings import REPO
 # A JSON-RPC request as an agent posts it, for the checks on HTTP statuses.
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-@asynccontextmanager
-async def over_http(url: str, token: str) -> AsyncIterator[ClientSession]:
-    async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
-                streamable_http_client(url, http_client=http) as (read, write),
-                ClientSession(read, write) as session):
-        await session.initialize()
-        yield session
 
 
 @asynccontextmanager
