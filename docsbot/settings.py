@@ -265,8 +265,8 @@ class Settings(BaseSettings):
     followup_hours: float = 24.0
 
     # -- MCP (agents/): `/mcp` on `docsbot serve`, with tokens people get from `/docs token` --------
-    # A token expires this many days after it was made; a token may make this many tool calls a
-    # minute (all replicas together).
+    # A token expires this many days after it was made; a token may make this many requests a minute
+    # (all replicas together): each tool call is one, and an agent's session opens with two or three.
     mcp_token_days: int = 90
     mcp_calls_per_minute: int = 60
     # The Host and Origin headers `/mcp` accepts (DNS-rebinding protection; `host:*` is any port):
