@@ -1,8 +1,9 @@
 """The MCP server (issue 41) through the official SDK's client: `/mcp` on one real `docsbot serve`
 (tokens from `/docs token` in Slack, the audience tests' documents and people), and `docsbot mcp`
 on stdio. A public token never receives a team or restricted passage; a restricted page reads
-exactly like a missing one; no, revoked or expired tokens and deactivated owners get a 401; a
-question asked through MCP is counted in the gaps and shown nowhere."""
+exactly like a missing one; no, revoked or expired tokens and deactivated owners get a 401, and an
+owner whose level drops reads at the new level from the next call; a question asked through MCP
+is counted in the gaps and shown nowhere."""
 from __future__ import annotations
 
 import os
@@ -59,9 +60,11 @@ def bearer(token: str) -> dict[str, str]:
 
 @pytest.mark.timeout(300)
 async def test_mcp_over_http_reads_at_the_tokens_level_and_keeps_questions_private(
-        sample_engine: Engine, settings: Settings) -> None:
+        sample_engine: Engine, settings: Settings, tmp_path: Path) -> None:
     levels = await doc_levels(sample_engine)
-    async with served(settings.data_dir, DOCSBOT_MCP_CALLS_PER_MINUTE="30") as bot:
+    access = tmp_path / "access.toml"
+    access.write_text(demo.ACCESS_FILE.read_text(encoding="utf-8"), encoding="utf-8")
+    async with served(settings.data_dir, DOCSBOT_MCP_CALLS_PER_MINUTE="30", DOCSBOT_ACCESS_FILE=str(access)) as bot:
         url = bot.base_url + MCP_PATH
         eve, bob, alice, dan, guest = [await token_from_slack(bot, user)
                                        for user in (demo.EVE, demo.BOB, demo.ALICE, demo.DAN, demo.GUEST)]
@@ -126,6 +129,16 @@ async def test_mcp_over_http_reads_at_the_tokens_level_and_keeps_questions_priva
             await until(lambda: user in bot.standin.home_tabs, 30, "no Home tab")  # noqa: B023
             shown.append(visible_text(bot.standin.home_tabs[user]))
         assert "1; not quoted" in shown[0] and not [text for text in shown if "zebrafier" in text]  # counted, unquoted
+
+        # alice's level drops to public in the access file: her token reads at public from the next call.
+        access.write_text(access.read_text(encoding="utf-8").replace('U_ALICE = "restricted"', 'U_ALICE = "public"'),
+                          encoding="utf-8")
+
+        async def dropped() -> bool:
+            async with over_http(url, alice) as session:
+                return (await session.call_tool("read_doc", {"path": BREAK_GLASS})).is_error
+
+        await until(dropped, 30, "alice's token still reads restricted pages")
 
 
 async def _refused(bot: Served, token: str) -> bool:
