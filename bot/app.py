@@ -40,6 +40,7 @@ from state.dedupe import Dedupe
 from state.file_watch import FileWatch
 from state.placeholders import PlaceholderJournal
 from state.ratelimit import RateLimit
+from state.tokens import McpTokens
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,7 @@ def build_bot(
         work=BackgroundWork(),
         dedupe=Dedupe(state),
         status=lambda details: status_text(engine.store, state, details),
+        tokens=McpTokens(state, settings.mcp_token_days),
         run_sync=run_sync,
         recovery=Recovery(client, journal),
         state_file=FileWatch.of(state),

@@ -116,6 +116,7 @@ def serve_slack(settings: Settings, engine: Engine, with_worker: bool) -> int:
 
     from bot.app import build_bot
     from bot.docs_sync import webhook_routes
+    from bot.mcp_mount import mcp_endpoint
     from bot.serve import serve
 
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
@@ -124,7 +125,11 @@ def serve_slack(settings: Settings, engine: Engine, with_worker: bool) -> int:
         async with sync_side(settings, engine, with_worker) as side:
             bot = build_bot(settings, engine, side.db, run_sync=side.command,
                             routes=webhook_routes(settings, side.requests))
-            await serve(bot, settings.port, app_token, settings.host, settings.drain_s, settings.http_max_connections)
+            mcp = mcp_endpoint(bot, side.db)  # `/mcp` for AI agents, beside Slack's routes
+            bot.routes.extend(mcp.routes())
+            async with mcp.running():
+                await serve(bot, settings.port, app_token, settings.host, settings.drain_s,
+                            settings.http_max_connections)
 
     asyncio.run(main())
     return 0

@@ -63,7 +63,8 @@ class Directory:
         self.fresh_s = ttl_s if fresh_s is None else fresh_s
         self.changes = changes  # None: this process alone (no replica to tell or hear from)
         self._clock = clock
-        self._users: TTLCache[str, tuple[Level | None, str]] = TTLCache(_CACHED, ttl_s, clock)  # (level, locale)
+        # (level, locale, whether the account is active)
+        self._users: TTLCache[str, tuple[Level | None, str, bool]] = TTLCache(_CACHED, ttl_s, clock)
         self._groups: TTLCache[str, frozenset[str]] = TTLCache(_CACHED, ttl_s, clock)
         self._audiences: TTLCache[str, tuple[Audience, float]] = TTLCache(_CACHED, ttl_s, clock)  # (, confirmed at)
         # Bumped by every invalidation: a lookup that was running meanwhile is not cached.
@@ -153,14 +154,21 @@ class Directory:
         """The user's level; None for bots and apps (they read nothing and count for nothing)."""
         return (await self._user(user_id))[0]
 
+    async def account_level(self, user_id: str) -> Level | None:
+        """The level of an active person's account; None for a deactivated one, a bot or an app:
+        what a personal token (an MCP agent's, agents/http.py) reads at, cached like `user_level`
+        and forgotten, like it, when Slack says the account changed or the access file changes."""
+        level, _, active = await self._user(user_id)
+        return level if active else None
+
     async def user_language(self, user_id: str) -> str:
         """The primary subtag of the user's Slack locale ("ja" of "ja-JP"), "" when unknown: the
         language a question is answered in where the docs have it (rag/retrieval.py)."""
         locale = (await self._user(user_id))[1]
         return locale.replace("_", "-").split("-", 1)[0].lower()
 
-    async def _user(self, user_id: str) -> tuple[Level | None, str]:
-        """(level, locale) of the user, looked up once per TTL by one users.info call."""
+    async def _user(self, user_id: str) -> tuple[Level | None, str, bool]:
+        """(level, locale, active) of the user, looked up once per TTL by one users.info call."""
         self._follow_policy()
         cached = self._users.get(user_id)
         if cached is None:
@@ -172,14 +180,14 @@ class Directory:
         async with self._lookups:
             return await self.user_level(user_id)
 
-    async def _resolve_user(self, user_id: str) -> tuple[Level | None, str]:
+    async def _resolve_user(self, user_id: str) -> tuple[Level | None, str, bool]:
         try:
             user: dict[str, Any] = (await self.client.users_info(user=user_id, include_locale=True))["user"]
         except _LOOKUP_ERRORS as exc:
             log.warning("users.info %s failed (%s): treating the user as public", user_id, _error(exc))
-            return Level.public, ""
+            return Level.public, "", True
         locale = user.get("locale")
-        return await self._level(user_id, user), locale if isinstance(locale, str) else ""
+        return await self._level(user_id, user), locale if isinstance(locale, str) else "", not user.get("deleted")
 
     async def _level(self, user_id: str, user: dict[str, Any]) -> Level | None:
         """The level of a user users.info described: the access file's, a guest's `public`."""

@@ -18,6 +18,7 @@ from state.answers import AnswerLog
 from state.db import StateUnavailable
 from state.dedupe import Dedupe
 from state.file_watch import FileWatch
+from state.tokens import McpTokens
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class Services:
     # Shared by every replica: event ids and messages already taken by one of them.
     dedupe: Dedupe
     status: Callable[[bool], Awaitable[str]]  # `/docs status`; True: with the details admins see
+    tokens: McpTokens  # personal tokens for AI agents (`/docs token`, agents/http.py)
     run_sync: SyncCommand | None = None
     recovery: Recovery | None = None  # ends the placeholders of a process that died (bot.serve runs it)
     state_file: FileWatch | None = None  # a SQLite state file deleted while in use is restored (readiness)

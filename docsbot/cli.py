@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from bot.cli import register as register_bot
 from docsbot.doctor import register as register_doctor
 from docsbot.errors import UserError
+from docsbot.mcp_command import register as register_mcp
 from docsbot.report_command import register as register_report
 from docsbot.sync_commands import register as register_sync
 import rag
@@ -242,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_sync(sub)
     register_report(sub)
     register_doctor(sub)
+    register_mcp(sub)
     return parser
 
 

@@ -264,6 +264,16 @@ class Settings(BaseSettings):
     # bot's last answer to that person there (bot/followups.py); 0 turns follow-ups off.
     followup_hours: float = 24.0
 
+    # -- MCP (agents/): `/mcp` on `docsbot serve`, with tokens people get from `/docs token` --------
+    # A token expires this many days after it was made; a token may make this many requests a minute
+    # (all replicas together): each tool call is one, and an agent's session opens with two or three.
+    mcp_token_days: int = 90
+    mcp_calls_per_minute: int = 60
+    # The Host and Origin headers `/mcp` accepts (DNS-rebinding protection; `host:*` is any port):
+    # add the name agents reach the bot by. No Origin header (an agent, not a browser) is accepted.
+    mcp_allowed_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1:*", "localhost:*"])
+    mcp_allowed_origins: list[str] = Field(default_factory=list)
+
     # -- Git docs sync (sync/) ---------------------------------------------------------------------
     # The docs repository: a URL (https://user:token@host/org/repo.git, git@host:org/repo.git) or a
     # local path. Unset: `docsbot sync` reconciles the local DOCSBOT_DOCS_DIR folder instead.

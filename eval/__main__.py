@@ -15,6 +15,7 @@ COMMANDS = {
     "bench-audience": ("eval.bench_audience", "Slack calls and latency per answer of confirming audiences, vs before"),
     "bench-startup": ("eval.bench_startup", "`docsbot --help`, `status`, `ask` and a no-op `sync` start times"),
     "bench-memory": ("eval.bench_memory", "peak RSS of a first sync: ~500 chunks against ~10k (and a repository)"),
+    "bench-mcp": ("eval.bench_mcp", "search_docs over /mcp (token, SDK client) against a direct search (p50 < 60 ms)"),
     "candidates": ("eval.feedback_cli", "thumbs-down answers grouped by likely cause"),
     "promote": ("eval.feedback_cli", "turn a candidate into a golden-set case"),
     "reject": ("eval.feedback_cli", "dismiss a candidate"),

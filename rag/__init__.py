@@ -50,7 +50,8 @@ _EXPORTS: dict[str, str] = {
     # what `docsbot status` shows of the index, read without LanceDB
     **dict.fromkeys(("IndexSummary", "read_summary"), "rag.index_summary"),
     # retrieval (the eval's sweep replays it over cached searches)
-    **dict.fromkeys(("HYBRID", "SIGNALS", "Found", "Mode", "Retrieval", "rank", "search_lists"), "rag.retrieval"),
+    **dict.fromkeys(("HYBRID", "SIGNALS", "Candidate", "Found", "Mode", "Retrieval", "rank", "search_lists"),
+                    "rag.retrieval"),
 }
 _RENAMED = {"install_events": "install", "hidden_progress": "hidden"}
 
@@ -100,5 +101,5 @@ if TYPE_CHECKING:
     from rag.index_summary import IndexSummary, read_summary
     from rag.unindexed import LeftOut, Unindexed, left_out_pages, unindexed_files
     from rag.scope import SCOPE_MODES, Scope
-    from rag.retrieval import HYBRID, SIGNALS, Found, Mode, Retrieval, rank, search_lists
+    from rag.retrieval import HYBRID, SIGNALS, Candidate, Found, Mode, Retrieval, rank, search_lists
     from rag.store import Hit, Index, Store, StoreError, WriteRefused, open_index, read_tables, vector_array

@@ -122,6 +122,11 @@ class Engine:
         query, _ = await search_query(question, history, self.rewriter)
         return query
 
+    def citation(self, candidate: Candidate, n: int = 0) -> Citation:
+        """A retrieved chunk cited as an answer cites it: links, version, commit and the freshness
+        warning (a search result shown without an answer, e.g. the MCP server's search_docs)."""
+        return _citation(n, candidate, self.config.answer.review_days)
+
     async def _blocked(self, vector: np.ndarray, level: Level, mine: Retrieval, within: frozenset[str] | None) -> int:
         """How many of the best matches overall are above the reader's level, when they dominate:
         the best match is above it and either beats everything the reader may see by the margin

@@ -1,5 +1,5 @@
 """`/docs QUESTION`, `/docs help`, `/docs status`, `/docs scope`, `/docs sync`, `/docs feedback`, `/docs gaps
-[area]`; `/docs` alone opens a form."""
+[area]`, `/docs token [list | revoke ID]`; `/docs` alone opens a form."""
 from __future__ import annotations
 
 import hashlib
@@ -19,6 +19,7 @@ from bot.answering import Question
 from bot.channel_rules import scope_text
 from bot.digest import gaps_command
 from bot.listeners.feedback import feedback_summary
+from bot.listeners.tokens import TOKEN, token_command
 from bot.notes import Notes, Reply, Tell, by_response_url
 from bot.services import Services, services_of
 from rag import StoreError
@@ -35,6 +36,7 @@ I answered you, ask your next question without the mention)
 • `/docs sync`: sync the docs now (admins only)
 • `/docs feedback`: thumbs-down answers waiting for review (admins only)
 • `/docs gaps [area]`: what the docs could not answer last week, and why (admins and docs owners)
+• `/docs token`: a token for your AI agent (MCP), shown only to you; `/docs token list`, `/docs token revoke ID`
 Answers only use documents everyone in the conversation may read; each cites its sources."""
 
 ECHO_LIMIT = 2500  # the question as echoed in "<@user> asked: …": one section block with room to spare
@@ -87,6 +89,8 @@ async def _run(services: Services, command: dict[str, Any], respond: AsyncRespon
         await feedback_summary(services, command["user_id"], notes)
     elif gaps := GAPS.fullmatch(word):
         await gaps_command(services, client, command["user_id"], gaps.group(1) or "", notes)
+    elif token := TOKEN.fullmatch(word):
+        await token_command(services, command["user_id"], token, notes)
     else:
         await ask_in_channel(services, text, command["user_id"], command["channel_id"], notes.tell,
                              with_invite_hint(notes.reply), command.get("team_id", ""))

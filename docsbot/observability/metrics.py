@@ -24,11 +24,16 @@ from rag import ABSTAIN_MESSAGES, LLM_ERROR_KINDS, install_events
 from sync.events import install as install_sync_events
 
 # -- questions -----------------------------------------------------------------------------------
-SURFACES = ("mention", "dm", "command", "assistant", "followup")
+SURFACES = ("mention", "dm", "command", "assistant", "followup", "mcp")
 QUESTIONS = Counter(
     "docsbot_questions_total", "Questions by surface and outcome (answered, abstained, failed) with the reason",
     ["surface", "outcome", "reason"],
 )
+# MCP (agents/): tool calls by the caller's level, and requests refused before any tool ran.
+MCP_CALLS = Counter("docsbot_mcp_calls_total", "MCP tool calls by tool, the caller's level and outcome (ok, error)",
+                    ["tool", "level", "outcome"])
+MCP_REFUSED = Counter("docsbot_mcp_refused_total", "MCP requests refused by reason (token, rate_limit, stopping)",
+                      ["reason"])
 STAGE_SECONDS = Histogram(
     "docsbot_stage_seconds", "Latency of one answering stage (embed, retrieve, rerank, generate, post, total)",
     ["stage"], buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60),

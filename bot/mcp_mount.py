@@ -1,0 +1,32 @@
+"""`/mcp` on `docsbot serve` (agents/http.py), wired to this bot's engine, state and directory:
+a token's owner reads at the level their Slack questions get, looked up the same way
+(bot/directory.py) after following the audience changes any replica logged, so a deactivated
+account or a lowered level holds from the next call."""
+from __future__ import annotations
+
+from mcp.server.transport_security import TransportSecuritySettings
+
+from agents.http import McpEndpoint
+from agents.server import logged_privately
+from agents.tools import DocsTools
+from bot.app import DocsBot
+from rag import Level
+from state.db import StateDB
+from state.ratelimit import RateLimit
+
+
+def mcp_endpoint(bot: DocsBot, db: StateDB) -> McpEndpoint:
+    services = bot.services
+    settings = services.settings
+    directory = services.answerer.directory
+
+    async def level_of(user_id: str) -> Level | None:
+        await directory.follow_changes()
+        return await directory.account_level(user_id)
+
+    security = TransportSecuritySettings(allowed_hosts=list(settings.mcp_allowed_hosts),
+                                         allowed_origins=list(settings.mcp_allowed_origins))
+    return McpEndpoint(DocsTools(services.engine, logged_privately(services.answer_log)),
+                       services.tokens, level_of,
+                       RateLimit(db, settings.mcp_calls_per_minute), security,
+                       stopping=lambda: bot.readiness.stopping)
