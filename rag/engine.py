@@ -28,6 +28,7 @@ from rag.indexer import IndexStats, Provenance, apply_documents
 from rag.kinds import CHECKED, lacks_kind, thread_kind
 from rag.terms import coverage, question_terms
 from rag.levels import Level
+from rag.mentions import unmentioned
 from rag.owners import Ownership, front_matter_of
 from rag.store.mirror import open_index
 from rag.prompt import Source, select_sources, without_bidi
@@ -176,6 +177,9 @@ class Engine:
         chosen = await self._select(answer, (retrieval, vector), level)
         if not chosen:
             return _abstain(answer, "no_match", "every match was dropped as an injection attempt", total)
+        if missing := await self._never_mentioned(question, [source for source, _ in chosen], level):
+            _abstain(answer, "no_match", f"the docs never mention {', '.join(missing)}", total)
+            return _near_miss(answer, retrieval.selected, self.config.answer.review_days)
         checked = await self._generate_and_check(answer, chosen, turns, on_text, total)
         if not passed and (not checked.answered or not _holds_value(question, turns, checked.answer)):
             _abstain(checked, "no_match", f"answerability {checked.diagnostics.answerability:.2f} below the "
@@ -242,6 +246,16 @@ class Engine:
             _abstain(answer, "no_match", f"answerability {p:.2f} below the threshold", total)
             return _near_miss(answer, retrieval.selected, self.config.answer.review_days)
         return retrieval, vector, answerable
+
+    async def _never_mentioned(self, question: str, sources: list[Source], level: Level) -> list[str]:
+        """The names the question uses (rag/mentions.py) that neither its sources nor any other
+        document the reader may read mention: a quote would be about something else."""
+        missing = unmentioned(question, (f"{s.title} {s.section} {s.text}" for s in sources))
+        try:
+            found = [name for name in missing if await self.store.text(name, int(level), 1)]
+        except StoreError:
+            return []  # not known: the gate and the quote decide, as before
+        return [name for name in missing if name not in found]
 
     async def _select(self, answer: Answer, found: tuple[Retrieval, np.ndarray], level: Level) -> list[_Chosen]:
         """The sources the answer is written from (the selected chunks and the rest of the top
