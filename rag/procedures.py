@@ -191,6 +191,9 @@ def widen(units: list[Unit], lo: int, hi: int) -> tuple[int, int]:
     return lo, hi
 
 
+SHORT_SENTENCE = 200  # characters
+
+
 def code_after(units: list[Unit], lo: int, hi: int, reach: int = 3) -> int | None:
     """The code block that completes a how-to told in prose: the first one within `reach` units
     after the span, with only prose between ("For large downloads ... use streaming responses."
@@ -248,8 +251,10 @@ def choose_span(best: Picked, picks: list[Picked], acts: bool, asked: set[str], 
         wider = widen(units, min(lo, p.index), max(hi, p.index))
         if len(_join(units[wider[0]:wider[1] + 1])) <= max_chars:  # still one short span
             lo, hi = wider
-    if best.unit.kind == "prose" and hi + 1 < len(units) and units[hi + 1].block == best.unit.block:
-        if len(_join(units[lo:hi + 2])) <= max_chars:  # the sentence after: the answer often follows the match
+    if acts and best.unit.kind == "prose" and hi + 1 < len(units) and units[hi + 1].block == best.unit.block:
+        # a how-to's fix often follows the sentence that states its problem ("..., causing 414 URI Too
+        # Long. The `maxURLLength` option ..."); a long sentence is an answer of its own
+        if len(best.unit.text) <= SHORT_SENTENCE and len(_join(units[lo:hi + 2])) <= max_chars // 2:
             hi += 1
     budget = max_chars
     if acts and (whole := procedure_range(parsed, best.index)) is not None:

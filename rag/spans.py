@@ -68,8 +68,7 @@ def fences_balanced(text: str) -> bool:
 
 
 def ends_lead_in(text: str) -> bool:
-    """Ends with a colon, or an ellipsis that runs on into what follows ("Or the text of the response...")."""
-    return text.rstrip("*_` ").endswith((":", "...", "…"))
+    return text.rstrip("*_` ").endswith(":")
 
 
 def resolve_links(text: str, links: dict[str, str]) -> str:
