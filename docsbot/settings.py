@@ -115,7 +115,7 @@ class Settings(BaseSettings):
     # the docs folder's mkdocs.yml, docusaurus.config.*, conf.py, antora.yml, Hugo or Nextra config).
     site_url: str = ""
     site_layout: Literal["auto", "mkdocs", "docusaurus", "nextra", "sphinx", "sphinx-dirhtml", "antora",
-                         "antora-indexify", "hugo", "middleman", "jekyll", "vitepress", "gitbook"] = "auto"
+                         "antora-indexify", "hugo", "middleman", "jekyll", "vitepress", "gitbook", "nextjs"] = "auto"
     # The site's URL rule when no generator is recognised: `https://docs.example.com/{path}.html#{anchor}`,
     # {path} the file's path without the source root and its template extensions. Wins over site_url.
     site_url_template: str = ""
