@@ -28,6 +28,8 @@ WIDE_TABLE = 4  # columns: a wider table stays a code block (its lines would not
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[^\n]*\n.*?^\1?[ \t]*\2[ \t]*$", re.M | re.S)
 _FENCE_LANGUAGE = re.compile(r"^([ \t]*(?:`{3,}|~{3,}))[ \t]*[\w+#.-]+[ \t]*$", re.M)
 _CODE_SPAN = re.compile(r"(`+)[^`\n].*?\1")
+# A link whose text may hold code spans (`[`build.manifest` API](/guide/x)`), or a code span.
+_LINK_OR_CODE = re.compile(r"\[(?:[^\[\]\n`]|`[^`\n]+`)+\]\([^()\s]+\)|(`+)[^`\n].*?\1")
 _LINK = re.compile(r"\[([^\[\]\n]+)\]\(([^()\s]+)\)")
 _BOLD = re.compile(r"(\*\*|__)(\S(?:.*?\S)?)\1")
 _ALERT = re.compile(r"^&gt;[ \t]*\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\][ \t]*$", re.M | re.I)
@@ -87,20 +89,22 @@ def _prose(text: str, urls: list[str]) -> str:
     text = _CALLOUT.sub(lambda m: f"&gt; **{m.group(1).rstrip(':')}:** ", text)
     text = _EXPLICIT_ID.sub("", text)
     out, at = [], 0
-    for span in _CODE_SPAN.finditer(text):
-        out += [_inline(text[at:span.start()], urls), span.group(0)]
+    for span in _LINK_OR_CODE.finditer(text):  # a code span stays as written, and so does one in a link's text
+        shown = _LINK.sub(lambda m: _link(m, urls), span.group(0)) if span.group(0)[0] == "[" else span.group(0)
+        out += [_inline(text[at:span.start()], urls), shown]
         at = span.end()
     return "".join(out) + _inline(text[at:], urls)
 
 
 def _inline(text: str, urls: list[str]) -> str:
-    def link(m: re.Match[str]) -> str:
-        resolved = _RESOLVED.fullmatch(m.group(2))
-        if resolved is not None:
-            return f"<{urls[int(resolved.group(1))]}|{m.group(1)}>"
-        return f"{m.group(1)} ({m.group(2)})" if "://" in m.group(2) else m.group(1)
+    return _BOLD.sub(r"*\2*", _LINK.sub(lambda m: _link(m, urls), text))
 
-    return _BOLD.sub(r"*\2*", _LINK.sub(link, text))
+
+def _link(m: re.Match[str], urls: list[str]) -> str:
+    resolved = _RESOLVED.fullmatch(m.group(2))
+    if resolved is not None:
+        return f"<{urls[int(resolved.group(1))]}|{m.group(1)}>"
+    return f"{m.group(1)} ({m.group(2)})" if "://" in m.group(2) else m.group(1)
 
 
 def _table(table: str) -> str:

@@ -84,3 +84,14 @@ def test_a_link_to_an_uncited_page_follows_the_sites_url_rules(tmp_path: Path):
     shown = mrkdwn("Vite serves [features](./features.md#hmr) [1].", AnswerLinks([cited], pages))
     assert shown == "Vite serves <https://vite.example/guide/features#hmr|features> [1]."
     assert site_pages(LinkConfig("", "", "", site_url="https://vite.example", site_root=str(tmp_path / "gone"))) is None
+
+
+def test_a_link_whose_text_is_code_is_a_link_and_code_inside_code_stays_as_written():
+    answer = ("Errors like [`413`](https://developer.mozilla.org/413), [the `truststore` package](https://t.example/) "
+              "and [`build.manifest` API](/guide/api-plugin#output-bundle-metadata) [1], but `[a](b)` is code.")
+    links = AnswerLinks([_citation(1, "guide/build.md", "https://vite.example/guide/build")])
+    assert to_mrkdwn(answer, links) == (
+        "Errors like `413` (https://developer.mozilla.org/413), the `truststore` package (https://t.example/) "
+        "and <https://vite.example/guide/api-plugin#output-bundle-metadata|`build.manifest` API> [1], "
+        "but `[a](b)` is code.")
+    assert _RAW.findall(mrkdwn(answer)) == []
