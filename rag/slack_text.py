@@ -28,9 +28,10 @@ WIDE_TABLE = 4  # columns: a wider table stays a code block (its lines would not
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[^\n]*\n.*?^\1?[ \t]*\2[ \t]*$", re.M | re.S)
 _FENCE_LANGUAGE = re.compile(r"^([ \t]*(?:`{3,}|~{3,}))[ \t]*[\w+#.-]+[ \t]*$", re.M)
 _CODE_SPAN = re.compile(r"(`+)[^`\n].*?\1")
+_URL = r"(?:[^()\s]|\([^()\s]*\))+"  # one level of parentheses: `wiki/Yum_(software)`
 # A link whose text may hold code spans (`[`build.manifest` API](/guide/x)`), or a code span.
-_LINK_OR_CODE = re.compile(r"\[(?:[^\[\]\n`]|`[^`\n]+`)+\]\([^()\s]+\)|(`+)[^`\n].*?\1")
-_LINK = re.compile(r"\[([^\[\]\n]+)\]\(([^()\s]+)\)")
+_LINK_OR_CODE = re.compile(rf"\[(?:[^\[\]\n`]|`[^`\n]+`)+\]\({_URL}\)|(`+)[^`\n].*?\1")
+_LINK = re.compile(rf"\[([^\[\]\n]+)\]\(({_URL})\)")
 _BOLD = re.compile(r"(\*\*|__)(\S(?:.*?\S)?)\1")
 _ALERT = re.compile(r"^&gt;[ \t]*\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\][ \t]*$", re.M | re.I)
 _LABELS = "Note|Tip|Info|Important|Warning|Caution|Danger|Success|Hint|Details"

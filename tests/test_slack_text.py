@@ -95,3 +95,5 @@ def test_a_link_whose_text_is_code_is_a_link_and_code_inside_code_stays_as_writt
         "and <https://vite.example/guide/api-plugin#output-bundle-metadata|`build.manifest` API> [1], "
         "but `[a](b)` is code.")
     assert "`build.manifest` API [1]" in mrkdwn(answer)  # unresolved: its text, code kept
+    assert to_mrkdwn("The manager is [`yum`](https://en.wikipedia.org/wiki/Yum_(software)) (on AL2).") == (
+        "The manager is `yum` (https://en.wikipedia.org/wiki/Yum_(software)) (on AL2).")  # parentheses in a URL
