@@ -57,7 +57,7 @@ def in_words(status: dict[str, Any]) -> dict[str, Any]:
     if shown.get("writer"):
         shown["writer"] = "running"
     if shown.get("stopped"):  # which host and process: admins only
-        shown["stopped"] = "the sync worker"
+        shown["stopped"] = "the worker"
     if shown.get("mirror"):
         shown["mirror"] = {**shown["mirror"], "mirror_of": "the shared index", "error": "it can't be reached"}
     return shown
