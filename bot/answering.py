@@ -36,6 +36,7 @@ from bot.ratelimits import Budget, Lanes, RateLimited, own_retries
 from bot.streaming import StreamedReply
 from bot.surfaces import Surface
 from rag import Answer, Engine, Level, TextSink
+from rag.site_links import site_pages
 from state.answers import AnswerLog
 from state.db import StateUnavailable
 from state.placeholders import PlaceholderJournal
@@ -189,7 +190,8 @@ class Answerer:
             await self._fail(placeholder, stream, tell)
             return None
         answer_id = telemetry.answer_id()
-        message = blocks.answer_message(answer, answer_id, native_feedback=panel)
+        message = blocks.answer_message(answer, answer_id, native_feedback=panel,
+                                        pages=site_pages(self.engine.config.links))
         ts = await stream.finish(message) if stream.started else None
         if ts is not None:
             await self._end(placeholder, None, tell)
@@ -216,7 +218,7 @@ class Answerer:
                 return
             answer = await self._ask(q, asker, None)
         answer_id = telemetry.answer_id()
-        await private(blocks.answer_message(answer, answer_id))
+        await private(blocks.answer_message(answer, answer_id, pages=site_pages(self.engine.config.links)))
         telemetry.answered(surface, answer, "")
         await self._log(q, answer, answer_id, asker, asker, "")
 

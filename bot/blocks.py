@@ -12,7 +12,8 @@ from typing import Any
 from urllib.parse import quote
 
 from rag import Answer, Citation
-from rag.slack_text import escape, to_mrkdwn
+from rag.site_links import AnswerLinks, Pages
+from rag.slack_text import LinkResolver, escape, to_mrkdwn
 from sync.report import short_commit
 
 SECTION_LIMIT = 3000  # characters of text in one section block
@@ -37,10 +38,11 @@ IN_LINE = "You're in line: {ahead} ahead of you. I'll answer as soon as it's you
 Block = dict[str, Any]
 
 
-def mrkdwn(text: str) -> str:
+def mrkdwn(text: str, links: LinkResolver | None = None) -> str:
     """Escaped answer text as Slack shows it: the one renderer of every answer path
-    (rag/slack_text.py: bold, links, tables, callouts, fences; no raw markup)."""
-    return to_mrkdwn(text)
+    (rag/slack_text.py: bold, links, tables, callouts, fences; no raw markup), the docs' relative
+    links resolved by `links` (rag/site_links.py)."""
+    return to_mrkdwn(text, links)
 
 
 def split_text(text: str, limit: int = SECTION_LIMIT) -> list[str]:
@@ -166,11 +168,13 @@ def native_feedback_buttons(answer_id: str) -> Block:
     }]}
 
 
-def answer_message(answer: Answer, answer_id: str, native_feedback: bool = False) -> dict[str, Any]:
+def answer_message(
+    answer: Answer, answer_id: str, native_feedback: bool = False, pages: Pages | None = None,
+) -> dict[str, Any]:
     """`text` (notification fallback) and `blocks` for chat.postMessage / chat.update: the text
     sections, then what follows it (sources, feedback controls: Slack's own buttons when
     `native_feedback`)."""
-    body = answer_body(answer)
+    body = answer_body(answer, pages)
     blocks = [section(piece, verbatim=True) for piece in split_text(body)]
     if answer.answered and answer.citations:
         lines = [citation_line(c) for c in answer.citations[:MAX_CITATIONS]]
@@ -181,10 +185,11 @@ def answer_message(answer: Answer, answer_id: str, native_feedback: bool = False
     return {"text": truncate(body, FALLBACK_LIMIT), "blocks": blocks}
 
 
-def answer_body(answer: Answer) -> str:
-    """The answer's text as Slack mrkdwn (escaped), or why there is none."""
+def answer_body(answer: Answer, pages: Pages | None = None) -> str:
+    """The answer's text as Slack mrkdwn (escaped), its links resolved against its citations and
+    the site's URL rules (`pages`), or why there is none."""
     if answer.answered:
-        return mrkdwn(truncate(answer.answer, ANSWER_LIMIT))
+        return mrkdwn(truncate(answer.answer, ANSWER_LIMIT), AnswerLinks(answer.citations, pages))
     if answer.near_miss:
         near = answer.near_miss
         warned = f" ({escape(near.warning)})" if near.warning else ""

@@ -56,6 +56,8 @@ def in_words(status: dict[str, Any]) -> dict[str, Any]:
         shown["last_sync"] = {**last, "error": _failure(last.get("error") or "")}
     if shown.get("writer"):
         shown["writer"] = "running"
+    if shown.get("stopped"):  # which host and process: admins only
+        shown["stopped"] = "the worker"
     if shown.get("mirror"):
         shown["mirror"] = {**shown["mirror"], "mirror_of": "the shared index", "error": "it can't be reached"}
     return shown

@@ -114,7 +114,7 @@ class Settings(BaseSettings):
     # away. Empty: commit permalinks only. The layout names the generator (auto: recognised from
     # the docs folder's mkdocs.yml, docusaurus.config.*, conf.py, antora.yml, Hugo or Nextra config).
     site_url: str = ""
-    site_layout: Literal["auto", "mkdocs", "docusaurus", "nextra", "sphinx", "sphinx-dirhtml", "antora",
+    site_layout: Literal["auto", "mkdocs", "docusaurus", "nextra", "nextjs", "sphinx", "sphinx-dirhtml", "antora",
                          "antora-indexify", "hugo", "middleman", "jekyll", "vitepress", "gitbook"] = "auto"
     # The site's URL rule when no generator is recognised: `https://docs.example.com/{path}.html#{anchor}`,
     # {path} the file's path without the source root and its template extensions. Wins over site_url.

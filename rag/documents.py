@@ -26,6 +26,7 @@ from pathlib import Path
 import yaml
 
 from rag.formats import Section, Source, format_for, markdown_of
+from rag.formats.gitbook import nav_titles
 from rag.formats.language import language_folders, variant
 from rag.formats.model import ReadFile, TemplatePage
 from rag.freshness import DEPRECATED, DRAFT, MAX_REVIEW_DAYS, STATUSES, period_days
@@ -210,10 +211,11 @@ def _status(meta: dict[object, object]) -> str:
 
 
 def parse_document(path: str, raw: bytes, rules: AccessRules, max_bytes: int, read: ReadFile | None = None,
-                   folders: Collection[str] = ()) -> Document:
+                   folders: Collection[str] = (), nav_title: str = "") -> Document:
     """`read`: another file of the docs tree for an include, by docs-root-relative path (None:
     includes are left out, as without a docs root). `folders`: the tree's folders that mark a
-    language (rag.formats.language.language_folders; none without a docs root)."""
+    language (rag.formats.language.language_folders; none without a docs root). `nav_title`: the
+    title the site's navigation gives the page (GitBook's SUMMARY.md), over its H1."""
     if raw.startswith(_LFS_POINTER):
         raise DocumentError("a Git LFS pointer, not the document: the sync does not fetch Git LFS content")
     text = decode_text(raw, max_bytes)
@@ -252,7 +254,8 @@ def parse_document(path: str, raw: bytes, rules: AccessRules, max_bytes: int, re
     except Exception as exc:  # whatever a parser fails with skips this file, never the sync
         raise DocumentError(f"cannot be parsed as {fmt.name} ({type(exc).__name__})") from None
     label = meta.get("sidebar_label")
-    title = (fields.get("title") or (label.strip() if isinstance(label, str) else "") or parsed.title.strip()
+    title = (fields.get("title") or (label.strip() if isinstance(label, str) else "") or nav_title
+             or parsed.title.strip()
              or Path(path).stem.replace("-", " ").replace("_", " "))
     sections = _below_title(parsed.sections, title)
     marked = variant(path, folders)
@@ -314,7 +317,8 @@ def read_document(root: Path, rel: str, rules: AccessRules, max_bytes: int,
     no chunk, so it is skipped too (NO_TEXT): every count of documents is of the index's."""
     doc = parse_document(rel, _read_file(root, rel, max_bytes), rules, max_bytes,
                          read=lambda other: _read_include(root, other, max_bytes),
-                         folders=language_folders(root) if folders is None else folders)
+                         folders=language_folders(root) if folders is None else folders,
+                         nav_title=nav_titles(root).get(rel, ""))
     if doc.status == DRAFT and not drafts:
         raise DocumentError(DRAFT_SKIPPED)
     if not any(block.text.strip() for section in doc.sections for block in section.blocks):

@@ -213,6 +213,15 @@ def _find_nextra(folder: Path) -> _Found | None:
     return "nextra", source, {}
 
 
+def _find_nextjs(folder: Path) -> _Found | None:
+    """A Next.js app (no Nextra) whose pages are the Markdown of its `content/` folder."""
+    config = next((found for suffix in ("js", "mjs", "cjs", "ts")
+                   if (found := read_text(folder / f"next.config.{suffix}"))), None)
+    if config is None or not (folder / "content").is_dir():
+        return None
+    return "nextjs", folder / "content", {"trailing_slash": bool(re.search(r"\btrailingSlash\s*:\s*true", config))}
+
+
 def _find_middleman(folder: Path) -> _Found | None:
     config = read_text(folder / "config.rb") or ""
     if read_text(folder / "config" / "tech-docs.yml") is None and "middleman" not in config.lower() \
@@ -266,7 +275,8 @@ def _find_gitbook(folder: Path) -> _Found | None:
 
 _FINDERS: list[tuple[str, Callable[[Path], "_Found | None"]]] = [
     ("antora", _find_antora), ("mkdocs", _find_mkdocs), ("docusaurus", _find_docusaurus),
-    ("sphinx", _find_sphinx), ("hugo", _find_hugo), ("nextra", _find_nextra), ("middleman", _find_middleman),
+    ("sphinx", _find_sphinx), ("hugo", _find_hugo), ("nextra", _find_nextra), ("nextjs", _find_nextjs),
+    ("middleman", _find_middleman),
     ("jekyll", _find_jekyll), ("vitepress", _find_vitepress), ("gitbook", _find_gitbook),
 ]
 
@@ -275,6 +285,7 @@ _CONFIGS = {
     "docusaurus": tuple(f"docusaurus.config.{s}" for s in ("ts", "js", "mjs", "cjs")), "sphinx": ("conf.py",),
     "hugo": ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json", "config.toml", "config.yaml", "config.yml"),
     "nextra": tuple(f"{n}.{s}" for n in ("theme.config", "next.config") for s in ("js", "jsx", "ts", "tsx", "mjs")),
+    "nextjs": tuple(f"next.config.{s}" for s in ("js", "mjs", "cjs", "ts")),
     "middleman": ("config/tech-docs.yml", "config.rb"), "jekyll": ("_config.yml", "_config.yaml"),
     "vitepress": tuple(f".vitepress/config.{s}" for s in ("ts", "mts", "js", "mjs")),
     "gitbook": (".gitbook.yaml", "SUMMARY.md"),

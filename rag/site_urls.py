@@ -11,6 +11,9 @@ documented rules:
   matter or the file name; number prefixes (`01-intro`) are stripped; `index`, `README` or a file
   named like its folder -> the folder; files and folders starting with `_` are no pages.
 - nextra: the path without its extension, `index` -> the folder (under `pages/` or `content/`).
+- nextjs (a Next.js site that renders `content/**/*.md` itself, e.g. handbook.sourcegraph.com):
+  `content/a/b.md` -> `a/b`, `content/a/index.md` -> `a`, with `/` after it when next.config sets
+  `trailingSlash: true`; names starting with `_` are no pages.
 - sphinx: `a/b.rst` -> `a/b.html` (`index.rst` -> `index.html`). sphinx-dirhtml: `a/b.rst` ->
   `a/b/`, `index.rst` -> the folder. conf.py does not say which builder publishes the site, so a
   Sphinx tree is `sphinx` unless a Read the Docs config beside it says `builder: dirhtml`.
@@ -47,7 +50,7 @@ from pathlib import PurePosixPath
 from typing import Callable, Mapping
 from urllib.parse import quote, urlsplit
 
-LAYOUTS = ("mkdocs", "docusaurus", "nextra", "sphinx", "sphinx-dirhtml", "antora", "antora-indexify", "hugo",
+LAYOUTS = ("mkdocs", "docusaurus", "nextra", "nextjs", "sphinx", "sphinx-dirhtml", "antora", "antora-indexify", "hugo",
            "middleman", "jekyll", "vitepress", "gitbook")
 # Front matter keys that move a page (Docusaurus slug/id, Hugo slug/url, Jekyll permalink); nothing else is read.
 ROUTING_KEYS = ("slug", "id", "url", "permalink")
@@ -72,6 +75,7 @@ class SiteInfo:
     collections: tuple[tuple[str, str], ...] = ()
     excluded: tuple[str, ...] = ()
     clean_urls: bool = False  # vitepress cleanUrls
+    trailing_slash: bool = False  # nextjs trailingSlash
     pages: frozenset[str] | None = None  # gitbook: the paths SUMMARY.md lists (None: no SUMMARY.md read)
     # the configuration file the generator was recognised from ("" when none): said, not compared
     config: str = field(default="", compare=False)
@@ -171,6 +175,11 @@ def _nextra(path: PurePosixPath, _: dict[str, str], __: SiteInfo) -> str | None:
     if path.suffix.lower() not in (".md", ".mdx") or any(part.startswith("_") for part in path.parts):
         return None
     return _folder(path).rstrip("/") if path.stem == "index" else f"{_folder(path)}{path.stem}"
+
+
+def _nextjs(path: PurePosixPath, front: dict[str, str], info: SiteInfo) -> str | None:
+    route = _nextra(path, front, info)
+    return route + "/" if route and info.trailing_slash else route
 
 
 # Docusaurus' DefaultNumberPrefixParser: `01-intro`, `1.intro`, `2_x`, but not a date or version.
@@ -299,6 +308,7 @@ _ROUTERS: dict[str, _Router] = {
     "mkdocs": _mkdocs,
     "docusaurus": _docusaurus,
     "nextra": _nextra,
+    "nextjs": _nextjs,
     "sphinx": _sphinx,
     "sphinx-dirhtml": _sphinx_dirhtml,
     "antora": _antora,

@@ -29,8 +29,9 @@ class SyncStatusRow(Base):
 
 
 class SyncProgressRow(Base):
-    """Chunks embedded so far by the running sync or index, written by the writer holding the
-    index-writer lease; it means nothing once `holder` no longer holds that lease (it died)."""
+    """Chunks embedded so far by the running sync or index (0 of 0 until embedding begins),
+    written by the writer holding the index-writer lease from the start of its run and deleted
+    at its end; a row whose `holder` no longer holds that lease is a run that never ended (it died)."""
 
     __tablename__ = "sync_progress"
 
@@ -91,11 +92,16 @@ class SyncProgress:
             await session.execute(delete(SyncProgressRow).where(SyncProgressRow.name == INDEX,
                                                                 SyncProgressRow.holder == holder))
 
-    async def read(self, live_holder: str | None) -> dict[str, int] | None:
-        """{"done", "total"} of the run of `live_holder` (the index-writer lease's holder now),
-        or None: no run, or the one recorded is by a writer that no longer holds the lease."""
+    async def read(self, live_holder: str | None) -> tuple[dict[str, int] | None, str | None]:
+        """What the row says given `live_holder` (the index-writer lease's holder now): the
+        {"done", "total"} of its run once embedding has begun (else None), and the holder of a
+        run that stopped before it finished (else None). A row is written when a run starts and
+        deleted when it ends, however it ends; one left by a writer that no longer holds the lease
+        is a run whose process died or was cut off (a full disk, a kill) before saying how it ended."""
         async with self.db.begin() as session:
             row = await session.get(SyncProgressRow, INDEX)
-        if row is None or live_holder is None or row.holder != live_holder:
-            return None
-        return {"done": row.done, "total": row.total}
+        if row is None:
+            return None, None
+        if live_holder is None or row.holder != live_holder:
+            return None, row.holder
+        return ({"done": row.done, "total": row.total} if row.total else None), None

@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import signal
 import subprocess
 import tempfile
 from collections.abc import Generator, Iterator, Mapping
@@ -25,6 +26,9 @@ def redact(text: str) -> str:
 
 
 _ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+# A line of git's output naming why the system refused a write (LC_ALL=C: in English).
+_SYSTEM_ERROR = re.compile(r"No space left on device|File too large|Disk quota exceeded|Read-only file system|"
+                           r"Input/output error", re.IGNORECASE)
 # A remote that accepts the connection and then sends nothing (a hung server, a proxy that black-
 # holes): git waits on it for as long as the command's timeout allows. Over http(s), a transfer
 # that moves no byte for STALL_S ends ("Operation too slow"). Over ssh the fetch's own deadline
@@ -71,9 +75,25 @@ def git(cwd: Path, *args: str, timeout: float = 300, env: Mapping[str, str] | No
         raise GitError("the git command is not installed") from None
     if done.returncode != 0:
         output = (done.stderr or done.stdout).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        message = output.strip().splitlines()
-        raise GitError(redact(f"git {args[0]} failed: {message[-1] if message else done.returncode}"))
+        raise GitError(failure(args[0], output, done.returncode))
     return done.stdout
+
+
+def failure(command: str, output: str, returncode: int) -> str:
+    """One line for a failed git command: its last error line, with the line naming a system
+    error when another one does ("No space left on device" comes before git's "unpack-objects
+    failed"), or the signal that killed it (SIGXFSZ: over the file size limit)."""
+    lines = output.strip().splitlines()
+    if returncode < 0:
+        signal_name = signal.Signals(-returncode).name
+        cause = f"killed by {signal_name} ({signal.strsignal(-returncode) or 'signal'})"
+    else:  # git's own error line, before the hints it may print after it
+        cause = next((line for line in reversed(lines) if line.startswith(("fatal:", "error:"))),
+                     lines[-1] if lines else str(returncode))
+    system = next((line for line in reversed(lines) if _SYSTEM_ERROR.search(line)), None)
+    if system is not None and system != cause:
+        cause = f"{cause}; {system.strip()}"
+    return redact(f"git {command} failed: {cause}")
 
 
 def toplevel(path: Path) -> Path | None:
@@ -113,8 +133,7 @@ def git_records(cwd: Path, *args: str) -> Generator[str, None, None]:
             proc.wait()
         if finished and proc.returncode != 0:
             errors.seek(0)
-            message = errors.read().decode(errors="replace").strip().splitlines()
-            raise GitError(redact(f"git {args[0]} failed: {message[-1] if message else proc.returncode}"))
+            raise GitError(failure(args[0], errors.read().decode(errors="replace"), proc.returncode))
 
 
 def _prefix(subdir: str) -> str:

@@ -1,7 +1,8 @@
 """Where a running index or sync says how far it got, for `docsbot status` and `/docs status` on
-any host: a row in the state store, written at most every ~2 s by the lease holder and deleted at
-the end. A row left by a writer that was killed is ignored once its lease has expired
-(state.sync_status.SyncProgress.read).
+any host: a row in the state store, written when the run starts, then at most every ~2 s by the
+lease holder, and deleted at the end. A row left by a writer that was killed (or cut off from its
+disk or the state store) says, once its lease has expired, that this run stopped before it
+finished (state.sync_status.SyncProgress.read).
 """
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ def recording(lease: WriterLease) -> Iterator[None]:
                 log.warning("could not record the sync's progress: %s", exc)
                 failed = True
 
+    record(0, 0)  # the run has started: a row its end never deletes says it stopped half-way
+    last = float("-inf")  # and the first chunks embedded are shown at once
     try:
         with recording_to(record):
             yield

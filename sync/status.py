@@ -29,7 +29,7 @@ async def recorded_status(db: StateDB) -> dict[str, Any]:
         lease = await Leases(db).current(INDEX_WRITER)
         recorded["writer"] = lease.holder if lease else None
         recorded["writer_since"] = iso(lease.acquired_at) if lease else None
-        recorded["syncing"] = await SyncProgress(db).read(lease.holder if lease else None)
+        recorded["syncing"], recorded["stopped"] = await SyncProgress(db).read(lease.holder if lease else None)
         recorded["pending_requests"] = await SyncRequests(db).pending()
     except StateUnavailable as exc:
         return unavailable(str(exc))
@@ -38,7 +38,7 @@ async def recorded_status(db: StateDB) -> dict[str, Any]:
 
 def unavailable(reason: str) -> dict[str, Any]:
     """The state store's part of the status when it cannot be read."""
-    return {"last_sync": None, "last_success_at": None, "syncing": None, "state_error": reason}
+    return {"last_sync": None, "last_success_at": None, "syncing": None, "stopped": None, "state_error": reason}
 
 
 def read_status(store: Store, recorded: dict[str, Any]) -> dict[str, Any]:
@@ -113,6 +113,9 @@ def render_status(status: dict[str, Any]) -> str:
         lines.append(f"syncing: {syncing['done']:,} / {syncing['total']:,} chunks embedded")
     if "state_error" in status:
         lines.append(f"last sync: unknown ({status['state_error']})")
+    elif status.get("stopped"):
+        lines.append(f"last sync: FAILED: {stopped_cause(status['stopped'])}")
+        lines.append(f"last successful sync: {status['last_success_at'] or 'never'}")
     elif last is None:
         if not syncing:
             lines.append("last sync: never")
@@ -129,6 +132,14 @@ def render_status(status: dict[str, Any]) -> str:
         writer = f"{status['writer']} (since {status['writer_since']})" if status["writer"] else "none running"
         lines.append(f"sync worker: {writer}; requests waiting: {status['pending_requests']}")
     return "\n".join(lines)
+
+
+def stopped_cause(holder: str) -> str:
+    """The one line for a run that never said how it ended: its writer is gone (killed, or cut off
+    from its disk or the state store long enough to lose the lease)."""
+    return (f"the sync by {holder} stopped before it finished (its process died, or lost the index-writer "
+            "lease: a full disk or an unreachable state store; its log says why); the index keeps its last "
+            "good state")
 
 
 def _mirror_line(mirror: dict[str, Any]) -> str:

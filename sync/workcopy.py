@@ -101,6 +101,9 @@ class WorkCopy:
     def checkout(self, commit: str) -> None:
         """Make the work tree exactly `commit` (local leftovers of a killed sync removed), but for
         the files whose path is too long for the file system."""
+        # Only the lease holder runs git here, one command at a time: a lock is left by a git that
+        # was killed (SIGXFSZ on a full disk, a kill -9), and would fail every later checkout.
+        (self.path / ".git" / "index.lock").unlink(missing_ok=True)
         sparse = self.path / ".git" / "info" / "sparse-checkout"
         sparse.parent.mkdir(exist_ok=True)
         sparse.write_text(_sparse_patterns(self._unplaceable(commit)), encoding="utf-8", errors="surrogateescape")

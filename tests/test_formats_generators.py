@@ -135,3 +135,25 @@ def test_a_page_that_is_mostly_a_loop_over_data_is_skipped_with_a_reason_naming_
     assert [(path, reason.split(":")[0]) for path, reason in skipped] == [("team.md", "mostly template")]
     assert "loop over site data is 99% of the page and 5 characters are left" in skipped[0][1]
     assert [d.body for d in docs] == ["Our talks, every year.\n\n## Featured"]  # a line of output tags only: nothing
+
+
+def test_a_gitbook_pages_title_is_its_summary_entry_not_its_h1(tmp_path: Path):
+    files = {".gitbook.yaml": "root: ./docs/\n",
+             "docs/SUMMARY.md": "# Table of contents\n\n* [Introduction](README.md)\n"
+                                "* [Community & getting help](community.md)\n## Guides\n\n"
+                                "* [Data types](guides/feast\\_types.md)\n  * [Site](https://x.example/a.md)\n",
+             "docs/README.md": "# Feast\n\nFeast is a feature store.\n",
+             "docs/community.md": "# Community\n\nAsk in Slack.\n",
+             "docs/guides/feast_types.md": "# Feast types\n\nTypes of features.\n",
+             "docs/guides/other.md": "# Other page\n\nNot in the table of contents.\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    docs, _ = load_folder(tmp_path, ["**/*.md"], ["docs/SUMMARY.md"], RULES, 1_000_000)
+    assert {d.path: d.title for d in docs} == {
+        "docs/README.md": "Introduction", "docs/community.md": "Community & getting help",
+        "docs/guides/feast_types.md": "Data types", "docs/guides/other.md": "Other page"}
+    # the H1 that differs from the title stays the page's first heading; the docs folder as the root reads it too
+    assert read_document(tmp_path / "docs", "community.md", RULES, 1_000_000).title == "Community & getting help"
+    community = next(d for d in docs if d.path == "docs/community.md")
+    assert [s.headings for s in community.sections if s.headings] == [("Community",)]

@@ -261,3 +261,12 @@ def test_markup_left_open_costs_no_more_than_a_scan():
     for path in ("big.md", "big.mdx"):
         chunk_document(text(nasty * 10, path), 1000, 150)
     assert time.perf_counter() - started < 5
+
+
+def test_an_anchor_written_in_a_paragraph_never_shows_and_a_headings_id_stays_its_anchor():
+    doc = text("# Handbook\n\n## Fiscal year {#fy}\n\nIt starts February 1. {#fiscal-year} Plan for it.\n\n"
+               "- Keep notes in the doc. {#notes-doc}\n- `{#kept}` in code\n")
+    [section] = [s for s in doc.sections if s.headings]
+    assert (section.headings, section.anchor) == (("Fiscal year",), "fy")
+    assert [b.text for b in section.blocks] == ["It starts February 1. Plan for it.",
+                                                "- Keep notes in the doc.\n- `{#kept}` in code"]

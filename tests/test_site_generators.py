@@ -3,10 +3,14 @@ formats-dev README documents for its real tree, the generator recognised from it
 configuration (and said from which file), and the rules on small trees written here."""
 from __future__ import annotations
 
+import logging
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from rag.documents import AccessRules, read_document
+from rag.levels import Level
 from rag.site import detect_site, page_url, routing_front_matter, site_for
 from rag.site_urls import SiteInfo
 from tests.support.settings import SHARED
@@ -67,6 +71,8 @@ def test_each_documented_rule_of_the_four_trees(tree: str, base: str, layout: st
     ({".vitepress/config.mts": "export default { srcDir: 'src' }\n"}, "vitepress", "src"),
     ({".gitbook.yaml": "root: ./docs/\n", "docs/SUMMARY.md": "* [A](a.md)\n"}, "gitbook", "docs"),
     ({"SUMMARY.md": "* [A](a.md)\n"}, "gitbook", ""),
+    ({"next.config.mjs": "export default { trailingSlash: true }\n", "content/index.md": "# A\n"}, "nextjs", "content"),
+    ({"next.config.js": "module.exports = {}\n", "pages/index.md": "# A\n"}, "", ""),  # no content/: not said
 ])
 def test_each_generator_is_recognised_from_its_own_configuration(tmp_path: Path, files: dict[str, str],
                                                                 layout: str, source: str) -> None:
@@ -92,6 +98,12 @@ def test_each_generator_is_recognised_from_its_own_configuration(tmp_path: Path,
     ("vitepress", "guide/features.md", {}, SiteInfo("vitepress"), "guide/features.html"),  # without cleanUrls
     ("gitbook", "a/b.md", {}, SiteInfo("gitbook", pages=frozenset({"a/b.md"})), "a/b"),
     ("gitbook", "a/c.md", {}, SiteInfo("gitbook", pages=frozenset({"a/b.md"})), None),
+    ("nextjs", "content/a/b.md", {}, SiteInfo("nextjs", source="content", trailing_slash=True), "a/b/"),
+    ("nextjs", "content/a/index.md", {}, SiteInfo("nextjs", source="content", trailing_slash=True), "a/"),
+    ("nextjs", "content/index.md", {}, SiteInfo("nextjs", source="content", trailing_slash=True), ""),
+    ("nextjs", "content/a/b.md", {}, SiteInfo("nextjs", source="content"), "a/b"),
+    ("nextjs", "content/_draft.md", {}, SiteInfo("nextjs", source="content"), None),
+    ("nextjs", "README.md", {}, SiteInfo("nextjs", source="content"), None),
 ])
 def test_the_rules_on_paths(layout: str, rel: str, front: dict[str, str], info: SiteInfo,
                             expected: str | None) -> None:
@@ -142,3 +154,33 @@ def test_anchors_follow_each_generators_slug_rule_explicit_ids_first(layout: str
     assert site_anchor(layout, sections, slugify(heading)) == expected
     assert site_anchor(layout, sections, slugify(heading) + "-1") == expected + "-1"
     assert site_anchor(layout, sections, "mine") == "mine"  # an explicit id as written
+
+
+HANDBOOKS = SHARED / "eval" / "team-handbooks-dev"
+
+
+@pytest.mark.shared
+def test_auto_says_what_it_found_in_the_two_team_handbooks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The Next.js handbook (sourcegraph: next.config.mjs, content/**/*.md, trailingSlash) by the
+    URL rules its README gives; the plain GitHub Markdown one (basecamp) recognised as nothing, said
+    so, and DOCSBOT_SITE_URL_TEMPLATE states its rule."""
+    for name in ("sourcegraph", "basecamp"):
+        subprocess.run(["git", "clone", "-q", str(HANDBOOKS / f"{name}-handbook.bundle"), str(tmp_path / name)],
+                       check=True)
+    base = "https://handbook.sourcegraph.com"
+    with caplog.at_level(logging.INFO, logger="rag.site"):
+        info = site_for("auto", str(tmp_path / "sourcegraph"))
+        plain = site_for("auto", str(tmp_path / "basecamp"))
+    assert (info.layout, info.config) == ("nextjs", str(tmp_path / "sourcegraph" / "next.config.mjs"))
+    assert f"docs site generator: nextjs, recognised from {info.config}" in caplog.text
+    rel = "content/departments/engineering/dev/process/pull-requests.md"
+    assert page_url(info.layout, base, rel, {}, "how-to-create-a-pr", info) == (
+        f"{base}/departments/engineering/dev/process/pull-requests/#how-to-create-a-pr")
+    assert page_url(info.layout, base, "content/index.md", {}, "", info) == f"{base}/"
+    assert page_url(info.layout, base, "content/handbook/index.md", {}, "", info) == f"{base}/handbook/"
+    team = read_document(tmp_path / "sourcegraph", "content/departments/engineering/teams/graph/index.md",
+                         AccessRules({}, Level.public), 1_000_000)
+    assert "{{" not in team.body and "generator:" not in team.body and team.body.strip()  # unknown tokens removed
+    assert plain.layout == "" and "no docs site generator recognised" in caplog.text
+    assert page_url("", "https://basecamp.com/handbook/{path}", "how-we-work.md", {}, "", plain) == (
+        "https://basecamp.com/handbook/how-we-work")

@@ -4,8 +4,12 @@ of it raw."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from bot.blocks import mrkdwn
+from rag.answer import Citation
+from rag.config import LinkConfig
+from rag.site_links import AnswerLinks, site_pages
 from rag.slack_text import to_mrkdwn
 
 
@@ -45,3 +49,51 @@ def test_no_raw_markup_of_the_document_model_reaches_an_answer():
               "> [!WARNING]\n> careful [here](#h) {#id}\n\nSee [docs](https://d.example/x).")
     shown = mrkdwn(answer)
     assert _RAW.findall(shown) == [] and "https://d.example/x" in shown
+
+
+def _citation(n: int, doc: str, page: str = "") -> Citation:
+    return Citation(n, doc, doc, "", "", "a1b2c3d", "2026-10-01",
+                    f"https://git.example.com/team/docs/blob/a1b2c3d/docs/{doc}#s", 0.9, "s", page_url=page)
+
+
+def test_relative_links_and_anchors_open_the_published_page_or_the_file_at_the_commit():
+    sited = _citation(1, "guide/start.md", "https://docs.example.com/guide/start/#install")
+    bare = _citation(2, "ops/run.md")
+    answer = ("Read [ports](#server-port) and [the FAQ](/faq.html) [1]. "
+              "Then [deploy](deploy.md#roll-back), [start](../guide/start.md) and [here](#steps) [2]. `[c](#d)`")
+    assert to_mrkdwn(answer, AnswerLinks([sited, bare])) == (
+        "Read <https://docs.example.com/guide/start/#server-port|ports> and "
+        "<https://docs.example.com/faq.html|the FAQ> [1]. "
+        "Then <https://git.example.com/team/docs/blob/a1b2c3d/docs/ops/deploy.md#roll-back|deploy>, "
+        "<https://docs.example.com/guide/start/|start> and "
+        "<https://git.example.com/team/docs/blob/a1b2c3d/docs/ops/run.md#steps|here> [2]. `[c](#d)`")
+    # Without a site, a site path cannot be placed: its text only; outside the docs, likewise.
+    assert to_mrkdwn("See [faq](/faq.html) and [up](../../x.md) [1].", AnswerLinks([bare])) == "See faq and up [1]."
+
+
+def test_a_link_to_an_uncited_page_follows_the_sites_url_rules(tmp_path: Path):
+    (tmp_path / ".vitepress").mkdir()
+    (tmp_path / ".vitepress" / "config.mts").write_text("export default { cleanUrls: true }\n")
+    (tmp_path / "guide").mkdir()
+    for page in ("guide/index.md", "guide/features.md"):
+        (tmp_path / page).write_text("# Page\n")
+    links = LinkConfig(repo_web="https://git.example.com/team/docs", pattern="{repo_web}/blob/{commit}/{path}#{anchor}",
+                       repo_subdir="docs", site_url="https://vite.example", site_layout="auto", site_root=str(tmp_path))
+    pages = site_pages(links)
+    cited = _citation(1, "guide/index.md", "https://vite.example/guide/")
+    shown = mrkdwn("Vite serves [features](./features.md#hmr) [1].", AnswerLinks([cited], pages))
+    assert shown == "Vite serves <https://vite.example/guide/features#hmr|features> [1]."
+    assert site_pages(LinkConfig("", "", "", site_url="https://vite.example", site_root=str(tmp_path / "gone"))) is None
+
+
+def test_a_link_whose_text_is_code_is_a_link_and_code_inside_code_stays_as_written():
+    answer = ("Errors like [`413`](https://developer.mozilla.org/413), [the `truststore` package](https://t.example/) "
+              "and [`build.manifest` API](/guide/api-plugin#output-bundle-metadata) [1], but `[a](b)` is code.")
+    links = AnswerLinks([_citation(1, "guide/build.md", "https://vite.example/guide/build")])
+    assert to_mrkdwn(answer, links) == (
+        "Errors like `413` (https://developer.mozilla.org/413), the `truststore` package (https://t.example/) "
+        "and <https://vite.example/guide/api-plugin#output-bundle-metadata|`build.manifest` API> [1], "
+        "but `[a](b)` is code.")
+    assert "`build.manifest` API [1]" in mrkdwn(answer)  # unresolved: its text, code kept
+    assert to_mrkdwn("The manager is [`yum`](https://en.wikipedia.org/wiki/Yum_(software)) (on AL2).") == (
+        "The manager is `yum` (https://en.wikipedia.org/wiki/Yum_(software)) (on AL2).")  # parentheses in a URL

@@ -17,7 +17,8 @@
 * a reference link no definition resolves (`[#1037][]`, whose definitions a `{% for %}` wrote)
   shows its text;
 * kramdown block attribute lines: `{: .note .info}` before a paragraph makes it an admonition,
-  `{: #id}` after a heading is that heading's id, any other (`{:toc}`, `{: .class}`) is dropped.
+  `{: #id}` after a heading is that heading's id, any other (`{:toc}`, `{: .class}`) is dropped;
+  a `{#id}` anchor inside a paragraph or list item (GitHub-rendered handbooks) is dropped too.
 Code (fenced blocks and code spans) is left as written, but for `{% raw %}` tags in it. None of
 this is Markdown, so the dialect applies to every Markdown file.
 """
@@ -52,6 +53,7 @@ _IAL_ID = re.compile(r"#([\w:.-]+)")
 _NOTE = re.compile(r"\.note\b(?:\s+\.(\w+))?")
 _CODE_SPAN = re.compile(r"(`+)[^`].*?\1", re.S)
 _UNRESOLVED = re.compile(r"\[([^\[\]\n]+)\]\[[\w .#-]*\](?![(\[])")  # `[#1037][]`, `[text][label]`
+_INLINE_ID = re.compile(r"[ \t]*\{#[A-Za-z][\w:.-]*\}")  # `... week). {#google-doc}`
 _WORDS = re.compile(r"[^\W_]")
 _LINK_TARGET = re.compile(r"\]\([^()\s]*\)")
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]")
@@ -195,9 +197,15 @@ def unresolved_references(text: str) -> str:
     return _spans(text, lambda part: _UNRESOLVED.sub(r"\1", part))
 
 
+def inline_ids(text: str) -> str:
+    """Prose without the `{#id}` anchors written in a paragraph or list item (a heading's is its
+    anchor, read before this): the rendered page shows none."""
+    return _spans(text, lambda part: _INLINE_ID.sub("", part)) if "{#" in text else text
+
+
 def raw_tags(info: str, code: str) -> str:
     """Code without `{% raw %}` tags (a Jekyll example wraps its Liquid in them inside the fence)."""
     return _RAW_TAG.sub("", code) if "raw" in code else code
 
 
-LIQUID = Dialect(steps=(liquid,), code=(raw_tags,), prose=(unresolved_references,))
+LIQUID = Dialect(steps=(liquid,), code=(raw_tags,), prose=(unresolved_references, inline_ids))

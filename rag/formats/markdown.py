@@ -172,7 +172,9 @@ class _Reader:
         """`lines`: the text parsed, where `node.map` points."""
         kind = node.type
         if kind == "heading":
-            text, explicit = explicit_id(self._inline(node, links=False))
+            # the id first: the prose filters drop a `{#id}` written anywhere else
+            text, explicit = explicit_id(self._spans(node.children[0].children if node.children else [], False))
+            text = _keep_prose(text)
             if text.strip():
                 yield _Heading(int(node.tag[1:]), text.strip(), explicit)
         elif kind == "paragraph":
