@@ -14,7 +14,8 @@ import pytest
 from bot.local.harness import LocalSlack, local_slack
 from docsbot.settings import Settings
 from docsbot.wiring import lease_config, open_engine, rag_config
-from rag import Engine, ExtractiveAnswerer, LocalMiniLM, Store
+from rag import Engine, ExtractiveAnswerer, LocalMiniLM
+from rag.store.search import Store
 from sync.folder import index_folder
 from eval.standins.openai_server import OpenAIStandIn
 from tests.standins.s3 import LocalS3, local_s3

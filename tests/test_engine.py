@@ -12,7 +12,7 @@ from rag.followup import REWRITE_PROMPT
 from rag.generation import ExtractiveAnswerer, OpenAIChat
 from rag.levels import Level
 from rag.retrieval import fill_rows
-from rag.store import Store
+from rag.store.search import Store
 from tests.support.settings import make_settings
 
 

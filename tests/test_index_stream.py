@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from docsbot.wiring import rag_config
-from rag import EmbeddingError, LocalMiniLM, Store
+from rag import EmbeddingError, LocalMiniLM
+from rag.store.search import Store
 from rag.config import RagConfig
 from rag.embeddings import length_batches
 from rag.indexer import RowStream, apply_documents

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from docsbot.settings import Settings
 from eval.repos import index_differences, index_rows, run_git
-from rag.store import Store
+from rag.store.search import Store
 from tests.support.settings import make_settings
 
 
