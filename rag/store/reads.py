@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from rag.store.errors import store_errors
-from rag.store.schema import ROW_COLUMNS, ROW_DEFAULTS, access_filter, sql_list, vector_matrix
+from rag.store.schema import ROW_COLUMNS, access_filter, sql_list, vector_matrix, with_defaults
 from rag.store.tables import Tables
 
 
@@ -22,7 +22,7 @@ class Reads(Tables):
         columns = await _row_columns(table)
         query = table.query().where(f"chunk_id IN ({sql_list(chunk_ids)})").select(columns)
         rows = (await query.limit(len(chunk_ids)).to_arrow()).to_pylist()
-        return {row["chunk_id"]: _with_defaults(row) for row in rows}
+        return {row["chunk_id"]: with_defaults(row) for row in rows}
 
     async def doc_rows(self, doc_path: str, max_rank: int) -> list[dict[str, Any]]:
         """Whole rows (with their vectors) of one document's chunks at `max_rank` or below, in order."""
@@ -30,7 +30,7 @@ class Reads(Tables):
         where = f"doc_path = {sql_list([doc_path])} AND {access_filter(max_rank)}"
         columns = await _row_columns(table)
         rows = (await table.query().where(where).select([*columns, "vector"]).to_arrow()).to_pylist()
-        return sorted((_with_defaults(row) for row in rows), key=lambda row: row["ordinal"])
+        return sorted((with_defaults(row) for row in rows), key=lambda row: row["ordinal"])
 
     async def languages(self) -> dict[str, int]:
         """Documents per language ("" = the docs' default) in the index, counted again only when
@@ -91,7 +91,7 @@ class Reads(Tables):
             return {}
         chunks = self.chunks()
         rows = chunks.search().select(["doc_path", *_present(chunks, columns)]).limit(None).to_arrow().to_pylist()
-        return {row["doc_path"]: tuple(row.get(c) for c in columns) for row in map(_with_defaults, rows)}
+        return {row["doc_path"]: tuple(row.get(c) for c in columns) for row in map(with_defaults, rows)}
 
     def chunk_columns(self, doc_paths: Iterable[str], *columns: str) -> list[dict[str, Any]]:
         """doc_path and the named columns of every chunk of these documents (none without an index)."""
@@ -101,7 +101,7 @@ class Reads(Tables):
         chunks = self.chunks()
         search = chunks.search().where(f"doc_path IN ({sql_list(paths)})")
         rows = search.select(["doc_path", *_present(chunks, columns)]).limit(None).to_arrow().to_pylist()
-        return [{c: row.get(c) for c in ("doc_path", *columns)} for row in map(_with_defaults, rows)]
+        return [{c: row.get(c) for c in ("doc_path", *columns)} for row in map(with_defaults, rows)]
 
     def chunk_vectors(self) -> tuple[list[str], np.ndarray]:
         """Every chunk's id and vector (one row of the matrix each), in table order."""
@@ -123,12 +123,3 @@ def _present(table: Any, columns: Iterable[str]) -> list[str]:
     """The named columns this version of the table has."""
     names = set(table.schema.names)
     return [name for name in columns if name in names]
-
-
-def _with_defaults(row: dict[str, Any]) -> dict[str, Any]:
-    for name, value in ROW_DEFAULTS.items():
-        if row.get(name) is None:  # not in an older index, or null in its rows from before the migration
-            row[name] = value
-    return row
-
-
