@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,7 @@ from eval.standins.openai_server import OpenAIStandIn
 from tests.standins.s3 import LocalS3, local_s3
 from tests.support.clients import close_dropped_clients
 from eval.scratch_db import scratch_database
-from tests.support.pgvector import NO_PGVECTOR, database_name, index_database, start_server
+from tests.support.pgvector import NO_PGVECTOR, database_name, index_database, running_pgvector
 from tests.support.settings import SAMPLE_DOCS, SHARED, make_settings
 
 # Read at import: `_clean_env` removes every DOCSBOT_* variable before each test.
@@ -128,13 +130,17 @@ STORES = ["lancedb", "postgres"]
 
 
 @pytest.fixture(scope="session")
-def pgvector_server(tmp_path_factory: pytest.TempPathFactory) -> str:
+def pgvector_server() -> Iterator[str]:
     """One PostgreSQL with pgvector per session (tests/support/pgvector.py); the tests that need
-    it are skipped, with the reason, where it cannot start."""
-    try:
-        return start_server(tmp_path_factory.mktemp("pgvector"))
-    except RuntimeError as exc:
-        pytest.skip(str(exc))
+    it are skipped, with the reason, where it cannot start. Its folder is its own, not pytest's
+    temp dir: another session's pytest prunes old temp dirs, and a server's data must outlive them."""
+    with ExitStack() as stack:
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="docsbot-pgvector-"))
+        try:
+            url = stack.enter_context(running_pgvector(Path(folder)))
+        except RuntimeError as exc:
+            pytest.skip(str(exc))
+        yield url
 
 
 @pytest.fixture(params=STORES)

