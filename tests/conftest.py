@@ -119,7 +119,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     skipped = [r for r in terminalreporter.stats.get("skipped", []) if NO_POSTGRES in str(r.longrepr)]
     if skipped:
         terminalreporter.write_line(f"Postgres: {len(skipped)} test(s) skipped: {NO_POSTGRES}", yellow=True)
-    reasons = {str(r.longrepr[2]) for r in terminalreporter.stats.get("skipped", [])
+    reasons = {str(r.longrepr[2]).removeprefix("Skipped: ") for r in terminalreporter.stats.get("skipped", [])
                if isinstance(r.longrepr, tuple) and NO_PGVECTOR in str(r.longrepr[2])}
     for reason in sorted(reasons):
         terminalreporter.write_line(f"pgvector index: tests skipped: {reason}", yellow=True)

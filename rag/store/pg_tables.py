@@ -20,7 +20,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, make_url
 
-from rag.store.errors import IndexMismatch, IndexMissing, IndexUnreadable, StoreError, WriteRefused
+from rag.store.errors import IndexMissing, IndexUnreadable, StoreError, WriteRefused, same_embedding
 from rag.store.protocol import Index
 from rag.store.schema import ROW_FIELDS
 
@@ -152,14 +152,7 @@ class PgTables:
             _upsert_meta(c, values)
 
     def check_embedding(self, model: str, dim: int) -> dict[str, Any]:
-        meta = self.meta()
-        built = meta.get("embedding")
-        if built and (built["model"], built["dim"]) != (model, dim):
-            raise IndexMismatch(
-                f"the index was built with {built['model']} (dimension {built['dim']}) but "
-                f"{model} (dimension {dim}) is configured: run `docsbot index` to rebuild it"
-            )
-        return meta
+        return same_embedding(self.meta(), model, dim)
 
     # -- vector cache --------------------------------------------------------------------------
     @database_errors

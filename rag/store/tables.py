@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree
 
-from rag.store.errors import IndexMismatch, IndexMissing, StoreError, WriteRefused, store_errors
+from rag.store.errors import IndexMissing, StoreError, WriteRefused, same_embedding, store_errors
 from rag.store.schema import CHUNKS, META, VECTORS, meta_table, sql_list, vector_array, vector_matrix
 from rag.index_summary import IndexSummary, current_manifests, write_summary
 from rag.store.writes import add_columns, streamed_write
@@ -151,14 +151,7 @@ class Tables:
 
     def check_embedding(self, model: str, dim: int) -> dict[str, Any]:
         """The index's metadata; IndexMismatch when it was built with another embedding model."""
-        meta = self.meta()
-        built = meta.get("embedding")
-        if built and (built["model"], built["dim"]) != (model, dim):
-            raise IndexMismatch(
-                f"the index was built with {built['model']} (dimension {built['dim']}) but "
-                f"{model} (dimension {dim}) is configured: run `docsbot index` to rebuild it"
-            )
-        return meta
+        return same_embedding(self.meta(), model, dim)
 
     # -- vector cache -------------------------------------------------------------------------
     def cached_vectors(self, text_hashes: list[str]) -> dict[str, np.ndarray]:
