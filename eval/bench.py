@@ -212,10 +212,10 @@ def crossover(points: list[dict[str, Any]]) -> int | None:
 def run(
     workdir: Path, sizes: list[int], probe_sizes: list[int], queries: int, ingest_chunks: int, seed: int = 0,
     log: Callable[[str], None] = lambda _: None, docs_dir: Path = AWSDOCS / "docs",
-    golden: Path = AWSDOCS / "golden.jsonl",
+    golden: Path = AWSDOCS / "golden.jsonl", index_url: str = "",
 ) -> dict[str, Any]:
     """The figures over the real chunks of `docs_dir` (the shared awsdocs set unless told), queried
-    by the questions of `golden`."""
+    by the questions of `golden`; with `index_url`, the same rows and queries on that index too."""
     settings = Settings(_env_file=None, data_dir=str(workdir / "ingest"))
     embedder = make_embedder(rag_config(settings))
     docs = load_docs(docs_dir, settings, seed)
@@ -266,8 +266,10 @@ def run(
                 for figures in [asyncio.run(measure(store, data, rows, corpus, rank, embedder))]
             } | {"index_build_s": build_s, "disk_mb": _disk_mb(workdir / "bench")}
             log(f"{rows:,} rows: index build {build_s} s, {retrieval[str(rows)]['disk_mb']} MB on disk")
+    others = {index_url.split(":", 1)[0]: other_store(index_url, base, data, corpus, sizes, log)} if index_url else {}
     return {
         "retrieval": retrieval,
+        "other_stores": others,
         "ann_min_rows": {"configured": settings.ann_min_rows, "measured": crossover(points), "points": points},
         "ingest": rate,
         "setup": {
@@ -276,6 +278,29 @@ def run(
             "ann": {"partition_rows": store.ANN_PARTITION_ROWS, "probe_scale": store.ANN_PROBE_SCALE},
         },
     }
+
+
+def other_store(url: str, base: pa.Table, data: Synthetic, corpus: Corpus, sizes: list[int],
+                log: Callable[[str], None]) -> dict[str, Any]:
+    """The same rows and queries at each size on the index at `url` (e.g. Postgres with pgvector),
+    its search indexes built by its own maintain(); emptied first."""
+    store = open_index(IndexConfig("", "", None, 0, url))
+    if store.exists():
+        store.reset()
+    figures: dict[str, Any] = {}
+    have = 0
+    for rows in sorted(sizes):
+        log(f"{url.split(':', 1)[0]}: {rows:,} rows: writing and maintaining ...")
+        grow(store, base, data, have, rows)
+        have = rows
+        started = time.perf_counter()
+        store.maintain(0)
+        build_s = round(time.perf_counter() - started, 2)
+        figures[str(rows)] = {name: asyncio.run(measure(store, data, rows, corpus, rank)) for name, rank, _ in FILTERS}
+        figures[str(rows)]["index_build_s"] = build_s
+        log(f"  {rows:,} rows: " + ", ".join(f"{name} p50 {figures[str(rows)][name]['p50_ms']} ms recall@16 "
+                                              f"{figures[str(rows)][name]['recall@16']}" for name, _, _ in FILTERS))
+    return figures
 
 
 def _disk_mb(folder: Path) -> float:
@@ -329,6 +354,11 @@ def report(result: dict[str, Any]) -> str:
     lines += [_point_line(p) for p in ann["points"]]
     lines.append(f"ANN faster than flat from {ann['measured']} passing rows "
                  f"(ann_min_rows configured: {ann['configured']})")
+    for store, sizes in result.get("other_stores", {}).items():
+        lines += ["", f"{store}, same rows and queries (search indexes built by its maintain()):"]
+        lines += [f"{int(rows):>8,} {name:<7} {r['rows_passing']:>8,} p50 {r['p50_ms']:>7.1f} p95 {r['p95_ms']:>7.1f} "
+                  f"numpy {r['baseline_p50_ms']:>7.1f} ratio {r['ratio']:>6.2f} recall@16 {r['recall@16']:.3f}"
+                  for rows, filters in sizes.items() for name, _, _ in FILTERS for r in [filters[name]]]
     lines += ["", *ingest_report(result["ingest"])]
     return "\n".join(lines)
 
@@ -352,11 +382,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--ingest-chunks", type=int, default=400, help="real chunks embedded and indexed")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--index-url", default="", help="also measure the index at this URL (postgresql://...) "
+                        "on the same rows and queries at --sizes; it is emptied first")
     args = parser.parse_args(argv)
     if not AWSDOCS.is_dir():
         print(f"eval bench: the awsdocs dev set is not at {AWSDOCS} (the shared eval folder)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="docsbot-bench-") as tmp:
-        result = run(Path(tmp), args.sizes, args.probe_sizes, args.queries, args.ingest_chunks, log=_log)
+        result = run(Path(tmp), args.sizes, args.probe_sizes, args.queries, args.ingest_chunks, log=_log,
+                     index_url=args.index_url)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0
