@@ -27,7 +27,7 @@ from rag.store.protocol import Index
 from rag.store.schema import ROW_COLUMNS, Hit, chunk_schema, fts_query, with_defaults
 
 # Candidates the HNSW graph search keeps (pgvector's default is 40): at 64, recall@16 was 0.85-0.91 at
-# 100k rows with the awsdocs questions (`eval bench --index-url`); see the README figures.
+# 100k rows with the awsdocs questions (`eval bench --index-url`, docs/performance.md).
 EF_SEARCH = 200
 SEARCHED = "chunk_id, doc_path, access_rank, vector::real[] AS vector"
 WHOLE_ROW = ", ".join(f'"{name}"' for name in ROW_COLUMNS)
