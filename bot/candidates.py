@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from rag import Store
+from rag import Index
 from rag import suffixes
 from state.answers import Feedback, LoggedAnswer
 from state.gaps import Reader, quoted
@@ -62,7 +62,7 @@ def used_docs(answer: LoggedAnswer) -> dict[str, DocState]:
     return {path: DocState(commit, frozenset(hashes)) for path, (commit, hashes) in docs.items()}
 
 
-def index_docs(store: Store, paths: Iterable[str]) -> dict[str, DocState]:
+def index_docs(store: Index, paths: Iterable[str]) -> dict[str, DocState]:
     """The current state of these documents in the index (absent: not indexed any more)."""
     docs: dict[str, tuple[str, set[str]]] = {}
     for row in store.chunk_columns(paths, "commit", "text_hash"):
@@ -169,7 +169,7 @@ def classify(answer: LoggedAnswer, expected: list[str], changed: Mapping[str, st
 
 
 def find_candidates(
-    downvoted: Iterable[tuple[LoggedAnswer, list[Feedback]]], store: Store, since_ms: int | None = None
+    downvoted: Iterable[tuple[LoggedAnswer, list[Feedback]]], store: Index, since_ms: int | None = None
 ) -> list[Candidate]:
     """The candidates among pending 👎 answers (`AnswerLog.pending_downvoted`) whose latest 👎
     is at or after `since_ms`, newest first."""

@@ -16,7 +16,7 @@ from bot.blocks import escape_within
 from bot.services import SyncCommand
 from docsbot.settings import Settings
 from docsbot.wiring import sync_config
-from rag import Store
+from rag import Index
 from state.db import StateDB, StateUnavailable
 from state.sync_requests import SyncRequests
 from sync.status import current_status, render_status
@@ -29,7 +29,7 @@ DISK_FULL = re.compile(r"no space left on device|disk is full|ENOSPC", re.IGNORE
 DETAILS = "admins see why in /docs status"
 
 
-async def status_text(store: Store, db: StateDB, details: bool) -> str:
+async def status_text(store: Index, db: StateDB, details: bool) -> str:
     """What `/docs status` shows: `docsbot status`, with its `details` (the state database's
     address, the index's path, error messages, the worker's host) for admins only; everyone else
     reads what is wrong in words. Every line is one line of at most LINE_LIMIT characters, so

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 
-from rag import Level, Store
+from rag import Index, Level
 from state.answers import AnswerLog
 from state.db import StateUnavailable
 from state.gaps import SEVERAL, question_key
@@ -59,7 +59,7 @@ def one_per_area(docs: Iterable[tuple[str, str, int]], level: Level, limit: int 
     return [f"What do the docs say about {title}?" for title in list(firsts.values())[:limit]]
 
 
-async def suggested_prompts(answer_log: AnswerLog, store: Store, level: Level) -> list[dict[str, str]]:
+async def suggested_prompts(answer_log: AnswerLog, store: Index, level: Level) -> list[dict[str, str]]:
     """Prompts for `assistant.threads.setSuggestedPrompts` (title and message): the popular public
     questions, the remaining places filled with one question per docs area."""
     since_ms = int((time.time() - MONTH_S) * 1000)

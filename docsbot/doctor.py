@@ -158,12 +158,14 @@ def embedding_check(settings: Settings) -> tuple[Finding, Embedder | None]:
 
 # -- the index -------------------------------------------------------------------------------------
 def index_checks(settings: Settings, embedder: Embedder | None) -> list[Finding]:
-    from rag import Store, StoreError
+    from docsbot.wiring import index_config
+    from rag import StoreError, open_index
 
+    where = "the database of DOCSBOT_INDEX_URL" if settings.index_url else settings.data_dir
     try:
-        store = Store(settings.data_dir)
+        store = open_index(index_config(settings))
         if not store.exists():
-            return [Finding("index", "failed", f"no index at {settings.data_dir}",
+            return [Finding("index", "failed", f"no index at {where}",
                             "run `docsbot index` (a folder) or `docsbot sync` (the docs repository)")]
         if embedder is not None:
             store.check_embedding(embedder.name, embedder.dim)
@@ -175,8 +177,9 @@ def index_checks(settings: Settings, embedder: Embedder | None) -> list[Finding]
                         "rebuild it with the configured model (`docsbot index` / `docsbot sync`), "
                         "or configure the model it was built with")]
     except Exception as exc:  # an unreachable bucket or an unreadable folder
-        return [Finding("index", "failed", f"cannot read {settings.data_dir}: {type(exc).__name__}: {exc}",
-                        "check DOCSBOT_DATA_DIR and, for a bucket, its credentials and network access")]
+        return [Finding("index", "failed", f"cannot read {where}: {type(exc).__name__}: {exc}",
+                        "check DOCSBOT_DATA_DIR (or DOCSBOT_INDEX_URL) and, for a bucket or a database, its "
+                        "credentials and network access")]
     found = [Finding("index", "ok" if counts["chunks"] else "failed",
                      f"{counts['documents']} documents, {counts['chunks']} chunks",
                      "" if counts["chunks"] else "index some docs: `docsbot index` or `docsbot sync`")]
@@ -270,7 +273,8 @@ def scope_checks(settings: Settings) -> list[Finding]:
     falls back). Nothing without scopes, a readable access file (access_check says why) or an
     index (index_checks says why)."""
     from bot.access import AccessFileError, load_access
-    from rag import Store, StoreError
+    from docsbot.wiring import index_config
+    from rag import StoreError, open_index
 
     if not settings.access_file:
         return []
@@ -279,7 +283,7 @@ def scope_checks(settings: Settings) -> list[Finding]:
                   if rules.scope is not None}
         if not scopes:
             return []
-        store = Store(settings.data_dir)
+        store = open_index(index_config(settings))
         documents = list(store.doc_hashes()) if store.exists() else []
     except (AccessFileError, OSError, StoreError):
         return []

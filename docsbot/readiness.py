@@ -11,13 +11,14 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from docsbot.links import links_of, web_from_remote  # noqa: F401 (doctor's, from here)
 from rag import Level
 
 if TYPE_CHECKING:
     from docsbot.settings import Settings
+    from rag import Index
 
 @dataclass(frozen=True)
 class Readable:
@@ -45,8 +46,8 @@ def member_level(settings: Settings) -> Level:
         return Level.public
 
 
-def readable_documents(store: Any, level: Level) -> Readable:
-    """Count the documents of the index (a `rag.Store`) readable at `level`."""
+def readable_documents(store: Index, level: Level) -> Readable:
+    """Count the documents of the index readable at `level`."""
     ranks = [values[0] for values in store.doc_columns("access_rank").values()]
     return Readable(level, sum(rank <= level for rank in ranks), len(ranks))
 
@@ -62,9 +63,10 @@ def readable_fix(settings: Settings) -> str:
 def say_readable(settings: Settings, as_json: bool) -> None:
     """After `docsbot sync` or `docsbot index`: how many documents a member can read (not under
     --json, whose stdout is the report alone) and, when none, a warning naming the fix (stderr)."""
-    from rag import Store
+    from docsbot.wiring import index_config
+    from rag import open_index
 
-    found = readable_documents(Store(settings.data_dir), member_level(settings))
+    found = readable_documents(open_index(index_config(settings)), member_level(settings))
     if not as_json:
         print(found.line())
     if found.total and not found.readable:

@@ -30,6 +30,9 @@ class Settings(BaseSettings):
 
     # Where the index lives: a folder or any LanceDB URI (s3://..., gs://...).
     data_dir: str = ".docsbot"
+    # The index in a database instead of data_dir: postgresql://user:password@host/db (pgvector
+    # 0.8+; its tables come with the state migrations, `docsbot migrate`). Secret (password).
+    index_url: SecretStr | None = None
     # The docs folder indexed by `docsbot index` / `run` when --docs is not given.
     docs_dir: str = "docs-sync"
     # Level of a document with no `access` in its front matter and no matching path rule.

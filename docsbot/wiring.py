@@ -54,7 +54,7 @@ def rag_config(s: Settings) -> RagConfig:
                         s.docs_language, s.index_drafts),
         chunking=ChunkingConfig(s.chunk_size, s.chunk_overlap),
         links=LinkConfig(*links_of(s), s.repo_subdir, *site_of(s)),
-        index=IndexConfig(s.data_dir, s.work_dir, s.index_refresh_s, s.ann_min_rows),
+        index=index_config(s),
         embedding=EmbeddingConfig(s.embedding_provider, s.embedding_model, s.embedding_dim, s.embedding_threads,
                                   s.embedding_batch),
         llm=llm_config(s),
@@ -64,6 +64,11 @@ def rag_config(s: Settings) -> RagConfig:
         answer=AnswerConfig(s.no_access_margin, s.context_budget_chars, s.expand_top_doc, s.access_hint,
                             s.answerability_file, s.review_days),
     )
+
+
+def index_config(s: Settings) -> IndexConfig:
+    """Where the index is (DOCSBOT_INDEX_URL, else DOCSBOT_DATA_DIR) and how it is read."""
+    return IndexConfig(s.data_dir, s.work_dir, s.index_refresh_s, s.ann_min_rows, _secret(s.index_url) or "")
 
 
 def database_url(s: Settings) -> str:

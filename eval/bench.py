@@ -1,8 +1,8 @@
 """`python -m eval bench`: dense retrieval latency and recall@16 against numpy brute force, the
 row count where the ANN index starts to pay (`ann_min_rows`), and the ingest rate.
 
-Everything real runs: the local MiniLM embedder, LanceDB on disk in a temp dir, `Store.write`,
-`Store.maintain` and `Store.dense` as the bot calls them. The box is shared and noisy, so every
+Everything real runs: the local MiniLM embedder, LanceDB on disk in a temp dir, the index's
+`write`, `maintain` and `dense` as the bot calls them. The box is shared and noisy, so every
 latency is printed as a ratio to a numpy top-k measured in the same loop, query by query.
 
 Vectors: a few hundred awsdocs chunks are indexed for real (the ingest measurement); the big
@@ -41,14 +41,16 @@ import pyarrow as pa  # noqa: E402
 from docsbot.settings import Settings  # noqa: E402
 from docsbot.wiring import rag_config  # noqa: E402
 from rag import (  # noqa: E402
-    AccessRules, Document, Embedder, Level, Store, chunk_document, load_folder, make_embedder, vector_array,
+    AccessRules, Document, Embedder, Index, IndexConfig, IvfTuned, Level, chunk_document, load_folder, make_embedder,
+    open_index, vector_array,
 )
 from eval.bench_ingest import measure_ingest, query_latency, report as ingest_report  # noqa: E402
+from eval.repos import opened  # noqa: E402
 
 AWSDOCS = Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "awsdocs-dev"
 K = 16
 NOISE = 0.7
-BATCH_ROWS = 25_000  # rows per Store.write while a table grows (one huge write scans slower)
+BATCH_ROWS = 25_000  # rows per Index.write while a table grows (one huge write scans slower)
 NEVER = 2**62  # an ann_min_rows no table reaches: every search is a flat scan
 FLAT_MAX_ROWS = 200_000  # larger tables skip the flat-scan comparison (~1 s a query at 1M rows)
 # Access filters measured: (name, max rank, share of rows passing). Documents get levels so
@@ -142,7 +144,7 @@ def synthetic_rows(base: pa.Table, data: Synthetic, start: int, stop: int) -> pa
     return rows
 
 
-def grow(store: Store, base: pa.Table, data: Synthetic, have: int, want: int) -> None:
+def grow(store: Index, base: pa.Table, data: Synthetic, have: int, want: int) -> None:
     for start in range(have, want, BATCH_ROWS):
         rows = synthetic_rows(base, data, start, min(want, start + BATCH_ROWS))
         store.write(rows, rows["doc_path"].unique().to_pylist())
@@ -160,10 +162,10 @@ def _ms(samples: list[float], q: float) -> float:
 
 
 async def measure(
-    store: Store, data: Synthetic, rows: int, corpus: Corpus, max_rank: int, embedder: Embedder | None = None
+    store: Index, data: Synthetic, rows: int, corpus: Corpus, max_rank: int, embedder: Embedder | None = None
 ) -> dict[str, Any]:
-    """Per query, interleaved so both see the same load: the numpy baseline, Store.dense, and
-    (with an embedder) query embedding + Store.dense."""
+    """Per query, interleaved so both see the same load: the numpy baseline, Index.dense, and
+    (with an embedder) query embedding + Index.dense."""
     vectors, ranks = data.vectors[:rows], data.ranks[:rows]
     times: dict[str, list[float]] = {"baseline": [], "store": [], "with_embed": []}
     recalls = []
@@ -171,7 +173,7 @@ async def measure(
     async def timed(name: str, call: Callable[[], Any]) -> Any:
         started = time.perf_counter()
         result = call()
-        if inspect.isawaitable(result):  # Store.dense is awaited in one running loop, as in the bot
+        if inspect.isawaitable(result):  # Index.dense is awaited in one running loop, as in the bot
             result = await result
         times[name].append(time.perf_counter() - started)
         return result
@@ -210,18 +212,17 @@ def crossover(points: list[dict[str, Any]]) -> int | None:
 def run(
     workdir: Path, sizes: list[int], probe_sizes: list[int], queries: int, ingest_chunks: int, seed: int = 0,
     log: Callable[[str], None] = lambda _: None, docs_dir: Path = AWSDOCS / "docs",
-    golden: Path = AWSDOCS / "golden.jsonl",
+    golden: Path = AWSDOCS / "golden.jsonl", index_url: str = "",
 ) -> dict[str, Any]:
     """The figures over the real chunks of `docs_dir` (the shared awsdocs set unless told), queried
-    by the questions of `golden`."""
+    by the questions of `golden`; with `index_url`, the same rows and queries on that index too."""
     settings = Settings(_env_file=None, data_dir=str(workdir / "ingest"))
     embedder = make_embedder(rag_config(settings))
     docs = load_docs(docs_dir, settings, seed)
 
     log(f"ingest: indexing ~{ingest_chunks} chunks with {embedder.name}, 1 thread vs threads vs processes ...")
     rate = measure_ingest(workdir, docs, settings, ingest_chunks)
-    ingest_store = Store(settings.data_dir)
-    base = ingest_store.chunks().to_arrow()
+    base = opened(settings.data_dir).all_rows()
     base_vectors = base["vector"].combine_chunks().flatten().to_numpy().reshape(base.num_rows, -1)
     texts = make_queries(docs, set(base["doc_path"].to_pylist()), settings, queries, golden)
     corpus = Corpus(base, texts, embedder.embed(texts))
@@ -229,7 +230,7 @@ def run(
     rate["query_embed"] = query_latency(base["search_text"].to_pylist()[:32], texts[:20], settings.embedding_batch)
 
     data = synthesize(base_vectors, assign_levels(base, seed), max(sizes + probe_sizes), seed)
-    store = Store(str(workdir / "bench"), refresh_s=None)
+    store = lance_bench(workdir / "bench")
     retrieval: dict[str, Any] = {}
     points: list[dict[str, Any]] = []
     have = 0
@@ -265,24 +266,56 @@ def run(
                 for figures in [asyncio.run(measure(store, data, rows, corpus, rank, embedder))]
             } | {"index_build_s": build_s, "disk_mb": _disk_mb(workdir / "bench")}
             log(f"{rows:,} rows: index build {build_s} s, {retrieval[str(rows)]['disk_mb']} MB on disk")
+    others = {index_url.split(":", 1)[0]: other_store(index_url, base, data, corpus, sizes, log)} if index_url else {}
     return {
         "retrieval": retrieval,
+        "other_stores": others,
         "ann_min_rows": {"configured": settings.ann_min_rows, "measured": crossover(points), "points": points},
         "ingest": rate,
         "setup": {
             "base_chunks": base.num_rows, "queries": len(texts), "k": K, "noise": NOISE,
             "numpy_threads": "1" if NUMPY_SINGLE_THREAD else "default (numpy was imported before the bench)",
-            "ann": {"partition_rows": Store.ANN_PARTITION_ROWS, "probe_scale": Store.ANN_PROBE_SCALE},
+            "ann": {"partition_rows": store.ANN_PARTITION_ROWS, "probe_scale": store.ANN_PROBE_SCALE},
         },
     }
+
+
+def other_store(url: str, base: pa.Table, data: Synthetic, corpus: Corpus, sizes: list[int],
+                log: Callable[[str], None]) -> dict[str, Any]:
+    """The same rows and queries at each size on the index at `url` (e.g. Postgres with pgvector),
+    its search indexes built by its own maintain(); emptied first."""
+    store = open_index(IndexConfig("", "", None, 0, url))
+    if store.exists():
+        store.reset()
+    figures: dict[str, Any] = {}
+    have = 0
+    for rows in sorted(sizes):
+        log(f"{url.split(':', 1)[0]}: {rows:,} rows: writing and maintaining ...")
+        grow(store, base, data, have, rows)
+        have = rows
+        started = time.perf_counter()
+        store.maintain(0)
+        build_s = round(time.perf_counter() - started, 2)
+        figures[str(rows)] = {name: asyncio.run(measure(store, data, rows, corpus, rank)) for name, rank, _ in FILTERS}
+        figures[str(rows)]["index_build_s"] = build_s
+        log(f"  {rows:,} rows: " + ", ".join(f"{name} p50 {figures[str(rows)][name]['p50_ms']} ms recall@16 "
+                                              f"{figures[str(rows)][name]['recall@16']}" for name, _, _ in FILTERS))
+    return figures
 
 
 def _disk_mb(folder: Path) -> float:
     return round(sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20, 1)
 
 
-def _with_route(figures: dict[str, Any], store: Store, rows: int, ann_min_rows: int) -> dict[str, Any]:
-    """Name the route Store.dense took: the index exists from ann_min_rows rows and is used when
+def lance_bench(folder: Path) -> IvfTuned:
+    """The LanceDB index the routes are measured on (one process: it never looks for other writers)."""
+    store = open_index(IndexConfig(str(folder), "", None, 0))
+    assert isinstance(store, IvfTuned), "a folder opens a LanceDB index, which routes through IVF"
+    return store
+
+
+def _with_route(figures: dict[str, Any], store: IvfTuned, rows: int, ann_min_rows: int) -> dict[str, Any]:
+    """Name the route the index's dense search took: the index exists from ann_min_rows rows and is used when
     the filter passes at least that many, probing `nprobes` of its `partitions`."""
     if rows >= ann_min_rows and figures["rows_passing"] >= ann_min_rows:
         probes = {"nprobes": store.ann_nprobes(rows, figures["rows_passing"]), "partitions": store.ann_partitions(rows)}
@@ -321,6 +354,11 @@ def report(result: dict[str, Any]) -> str:
     lines += [_point_line(p) for p in ann["points"]]
     lines.append(f"ANN faster than flat from {ann['measured']} passing rows "
                  f"(ann_min_rows configured: {ann['configured']})")
+    for store, sizes in result.get("other_stores", {}).items():
+        lines += ["", f"{store}, same rows and queries (search indexes built by its maintain()):"]
+        lines += [f"{int(rows):>8,} {name:<7} {r['rows_passing']:>8,} p50 {r['p50_ms']:>7.1f} p95 {r['p95_ms']:>7.1f} "
+                  f"numpy {r['baseline_p50_ms']:>7.1f} ratio {r['ratio']:>6.2f} recall@16 {r['recall@16']:.3f}"
+                  for rows, filters in sizes.items() for name, _, _ in FILTERS for r in [filters[name]]]
     lines += ["", *ingest_report(result["ingest"])]
     return "\n".join(lines)
 
@@ -344,11 +382,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--ingest-chunks", type=int, default=400, help="real chunks embedded and indexed")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--index-url", default="", help="also measure the index at this URL (postgresql://...) "
+                        "on the same rows and queries at --sizes; it is emptied first")
     args = parser.parse_args(argv)
     if not AWSDOCS.is_dir():
         print(f"eval bench: the awsdocs dev set is not at {AWSDOCS} (the shared eval folder)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="docsbot-bench-") as tmp:
-        result = run(Path(tmp), args.sizes, args.probe_sizes, args.queries, args.ingest_chunks, log=_log)
+        result = run(Path(tmp), args.sizes, args.probe_sizes, args.queries, args.ingest_chunks, log=_log,
+                     index_url=args.index_url)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0

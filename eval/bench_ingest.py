@@ -21,7 +21,8 @@ import numpy as np
 from docsbot.settings import Settings
 from docsbot.wiring import rag_config
 from eval import embed_worker
-from rag import Document, IndexStats, LocalMiniLM, Store, apply_documents, bulk_threads, chunk_document, length_batches
+from eval.repos import opened
+from rag import Document, IndexStats, LocalMiniLM, apply_documents, bulk_threads, chunk_document, length_batches
 
 CONFIGS = ("1thread", "threads", "processes")
 
@@ -76,7 +77,7 @@ def measure_ingest(workdir: Path, docs: list[Document], settings: Settings, chun
     threads = bulk_threads(settings.embedding_threads, serving=False)
     models = {"1thread": LocalMiniLM(threads=1, batch=settings.embedding_batch),
               "threads": LocalMiniLM(threads=threads, batch=settings.embedding_batch)}
-    stores = {"1thread": Store(str(workdir / "ingest-1thread")), "threads": Store(str(workdir / "ingest"))}
+    stores = {"1thread": opened(workdir / "ingest-1thread"), "threads": opened(workdir / "ingest")}
     wall = dict.fromkeys(CONFIGS, 0.0)
     steps: dict[str, dict[str, float]] = {"1thread": {}, "threads": {}}
     process_vectors: dict[str, np.ndarray] = {}

@@ -36,7 +36,7 @@ from pydantic import SecretStr
 from docsbot.settings import Settings
 from docsbot.wiring import lease_config, rag_config, sync_config
 from eval.repos import commit_files, index_differences, rebuild_at, run_git
-from rag import Embedder, Engine, ExtractiveAnswerer, Store, make_embedder
+from rag import Embedder, Engine, ExtractiveAnswerer, make_embedder, open_index
 from sync.folder import index_folder
 from sync.service import run_sync
 
@@ -176,7 +176,8 @@ def scale(tmp: Path, files: int, model: Embedder) -> bool:
         times[name] = time.perf_counter() - started
         print(f"  one-file {name:<7}: {report.mode:<11} embedded {recorder.texts - before} "
               f"(+{report.added} ~{report.modified} -{report.deleted} >{report.renamed}) in {times[name]:.3f}s")
-    engine = Engine(rag_config(settings), Store(settings.data_dir), recorder, ExtractiveAnswerer())
+    config = rag_config(settings)
+    engine = Engine(config, open_index(config.index), recorder, ExtractiveAnswerer())
     root = Path(settings.data_dir) / "sync" / "repo"
     before = recorder.texts
     started = time.perf_counter()

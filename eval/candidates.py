@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.candidates import DocState, changed_docs, index_docs
 from eval.golden import GoldenCase, GoldenError
-from rag import Store
+from rag import Index
 
 
 def recorded_docs(case_id: str, feedback: Mapping[str, Any]) -> dict[str, DocState]:
@@ -18,7 +18,7 @@ def recorded_docs(case_id: str, feedback: Mapping[str, Any]) -> dict[str, DocSta
     return {p: DocState(str(d.get("commit") or ""), frozenset(d.get("chunk_hashes") or ())) for p, d in docs.items()}
 
 
-def feedback_report(store: Store, cases: Iterable[GoldenCase], failures: Mapping[str, list[str]]) -> dict[str, Any]:
+def feedback_report(store: Index, cases: Iterable[GoldenCase], failures: Mapping[str, list[str]]) -> dict[str, Any]:
     """For `python -m eval run`: the promoted 👎 cases that fail (each one fails the run) and
     those whose documents changed since the feedback (reported, so a reviewer re-checks them)."""
     recorded = {c.id: recorded_docs(c.id, c.feedback) for c in cases if c.feedback is not None}

@@ -23,8 +23,8 @@ from bot.candidates import find_candidates, index_docs, render, used_docs
 from docsbot.settings import Settings
 from eval.golden import EVAL_DIR, GoldenError, load_golden, parse_case
 from docsbot.errors import ACTIONABLE
-from docsbot.wiring import open_state_db
-from rag import Store, StoreError
+from docsbot.wiring import index_config, open_state_db
+from rag import Index, StoreError, open_index
 from state.answers import AnswerLog, AnswerLogError, Feedback, LoggedAnswer
 from state.db import StateUnavailable
 from state.gaps import Reader, quoted
@@ -60,7 +60,7 @@ def since_ms(text: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
-async def candidates(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
+async def candidates(args: argparse.Namespace, log: AnswerLog, store: Index) -> int:
     found = find_candidates(await log.pending_downvoted(), store, args.since)
     print(json.dumps([c.to_json(Reader()) for c in found], indent=2) if args.json else render(found, Reader()))
     return 0
@@ -75,7 +75,7 @@ async def pending(log: AnswerLog, ref: str) -> LoggedAnswer:
 
 
 def golden_line(
-    answer: LoggedAnswer, votes: list[Feedback], store: Store, expect: list[str], abstain: bool
+    answer: LoggedAnswer, votes: list[Feedback], store: Index, expect: list[str], abstain: bool
 ) -> dict[str, Any]:
     """The golden case of a 👎 answer (`votes`: its 👎), with what its documents looked like at feedback time."""
     docs = used_docs(answer)
@@ -101,7 +101,7 @@ def golden_line(
     return line
 
 
-async def promote(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
+async def promote(args: argparse.Namespace, log: AnswerLog, store: Index) -> int:
     answer = await pending(log, args.id)
     if not answer.public:  # a golden set is a file in the repository: everyone with a clone reads it
         raise AnswerLogError(f"answer {answer.answer_id} was asked in a DM, the assistant panel or a private "
@@ -131,7 +131,7 @@ async def promote(args: argparse.Namespace, log: AnswerLog, store: Store) -> int
     return 0
 
 
-async def reject(args: argparse.Namespace, log: AnswerLog, store: Store) -> int:
+async def reject(args: argparse.Namespace, log: AnswerLog, store: Index) -> int:
     answer = await pending(log, args.id)
     await log.set_review(answer.answer_id, "rejected")
     print(f"rejected {answer.answer_id}" + (f": {answer.question!r}" if quoted(Reader(), [answer]) else ""))
@@ -156,6 +156,7 @@ def main(argv: list[str], settings: Settings | None = None) -> int:
 async def _run(command: str, args: argparse.Namespace, settings: Settings) -> int:
     state = await open_state_db(settings)
     try:
-        return await COMMANDS[command](args, AnswerLog(state, settings.answer_log_days), Store(settings.data_dir))
+        return await COMMANDS[command](args, AnswerLog(state, settings.answer_log_days),
+                                           open_index(index_config(settings)))
     finally:
         await state.close()

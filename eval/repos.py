@@ -6,10 +6,11 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+from pydantic import SecretStr
 
 from docsbot.settings import Settings
 from docsbot.wiring import lease_config, rag_config
-from rag import Embedder, Engine, ExtractiveAnswerer, Store
+from rag import Embedder, Engine, ExtractiveAnswerer, Index, IndexConfig, open_index
 from sync.folder import index_folder
 
 GIT_USER = ("-c", "user.name=Docs Writer", "-c", "user.email=docs@example.com", "-c", "init.defaultBranch=main")
@@ -37,26 +38,35 @@ def commit_files(repo: Path, files: dict[str, str | bytes | None], message: str 
     return run_git(repo, "rev-parse", "HEAD")
 
 
-def rebuild_at(settings: Settings, source: Path, commit: str, dest: Path, embedder: Embedder) -> Path:
-    """A full `docsbot index` of a clone of `source` checked out at `commit`, into dest/index
-    (every row rewritten; text already in dest's own vector cache is not embedded again)."""
+def rebuild_at(settings: Settings, source: Path, commit: str, dest: Path, embedder: Embedder,
+               ref_url: str = "") -> Index:
+    """A full `docsbot index` of a clone of `source` checked out at `commit`, into dest/index, or
+    into the database at `ref_url` when given (every row rewritten; text already in the
+    reference's own vector cache is not embedded again)."""
     clone = dest / "clone"
     if not clone.exists():
         subprocess.run(["git", "clone", "-q", str(source), str(clone)], check=True)
     run_git(clone, "fetch", "-q", "origin", "+refs/heads/*:refs/remotes/origin/*")
     run_git(clone, "checkout", "-q", "--force", "--detach", commit)
-    data = dest / "index"
-    own = settings.model_copy(update={"data_dir": str(data)})
-    engine = Engine(rag_config(own), Store(str(data)), embedder, ExtractiveAnswerer())
+    url = SecretStr(ref_url) if ref_url else None
+    own = settings.model_copy(update={"data_dir": str(dest / "index"), "index_url": url})
+    config = rag_config(own)
+    engine = Engine(config, open_index(config.index), embedder, ExtractiveAnswerer())
     index_folder(engine, lease_config(own), clone / settings.repo_subdir)
-    return data
+    return engine.store
 
 
-def index_rows(data_dir: Path | str) -> list[dict]:
-    return Store(str(data_dir)).chunks().to_arrow().sort_by("chunk_id").to_pylist()
+def opened(index: Index | Path | str) -> Index:
+    """An index, or the LanceDB folder or URI of one, opened."""
+    return open_index(IndexConfig(str(index), "", 0.0, 0)) if isinstance(index, (Path, str)) else index
 
 
-def index_differences(synced: Path | str, rebuilt: Path | str, atol: float = 1e-5) -> list[str]:
+def index_rows(index: Index | Path | str) -> list[dict]:
+    """Every chunk's whole row, vector included, by chunk id."""
+    return opened(index).all_rows().to_pylist()
+
+
+def index_differences(synced: Index | Path | str, rebuilt: Index | Path | str, atol: float = 1e-5) -> list[str]:
     """How two indexes differ: chunk ids, any column, or vectors beyond float tolerance (the model
     batches texts differently in two runs). Empty when they are the same."""
     mine, theirs = index_rows(synced), index_rows(rebuilt)

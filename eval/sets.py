@@ -28,7 +28,7 @@ from docsbot.settings import Settings
 from docsbot.wiring import lease_config, rag_config
 from eval.golden import GoldenCase, GoldenError, default_golden_files
 from eval.procedures import checkout
-from rag import Embedder, Engine, Level, Store, answerability, check_pattern, make_generator
+from rag import Embedder, Engine, Level, answerability, check_pattern, make_generator, open_index
 from sync.folder import ensure_index
 
 EVAL_DIR = Path(__file__).resolve().parent
@@ -129,7 +129,7 @@ def open_engine(settings: Settings, embedder: Embedder, gate: answerability.Mode
     embedder; `gate` replaces the calibrated answerability model (calibration starts from one
     that answers everything)."""
     config = rag_config(settings)
-    return Engine(config, Store(settings.data_dir), embedder, make_generator(config.llm), gate)
+    return Engine(config, open_index(config.index), embedder, make_generator(config.llm), gate)
 
 
 def prepare(engine: Engine, settings: Settings, eval_set: EvalSet, cases: list[GoldenCase], log: TextIO) -> Path:

@@ -34,7 +34,8 @@ from eval import metrics
 from eval.golden import GoldenCase, GoldenError, load_golden
 from eval.runner import add_set_options
 from eval.sets import choose, open_engine, prepare
-from rag import HYBRID, SIGNALS, EmbeddingError, Engine, Found, Mode, StoreError, make_embedder, rank, search_lists
+from rag import (HYBRID, SIGNALS, EmbeddingError, Engine, Found, IvfTuned, Mode, StoreError, make_embedder, rank,
+                 search_lists)
 
 # The grid: every combination is tried. Values around today's defaults; a best point on the edge
 # of the grid says to widen it. An earlier grid over docs-sync and mtrag-govt-dev (432 points, also
@@ -181,16 +182,17 @@ def _cell(figures: dict[str, float]) -> str:
     return f"{figures['hit_rate']:>8.3f}/{figures['mrr']:.3f}"
 
 
-ANN_PROBE_SCALES = (0.75, 1.5, 3.0)  # Store.ANN_PROBE_SCALE values compared
+ANN_PROBE_SCALES = (0.75, 1.5, 3.0)  # IvfTuned.ANN_PROBE_SCALE values compared
 ANN_K = 16
 
 
 def ann_recall(engine: Engine, queries: list[Query], samples: int = 200) -> dict[float, tuple[int, float, float]]:
     """probe scale → (partitions probed, recall@16 of the ANN route against exact numpy search,
     p50 ms) on the set's real embeddings, unfiltered: its questions plus `samples` of its own
-    chunks as queries. Empty when the index has no ANN index (fewer rows than DOCSBOT_ANN_MIN_ROWS)."""
+    chunks as queries. Empty when the index has no IVF index (fewer rows than DOCSBOT_ANN_MIN_ROWS,
+    or a store that routes otherwise)."""
     store = engine.store
-    if not store.has_ann_index():
+    if not isinstance(store, IvfTuned) or not store.has_ann_index():
         return {}
     chunk_ids, matrix = store.chunk_vectors()
     ids = np.array(chunk_ids)

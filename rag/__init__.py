@@ -45,7 +45,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("Embedder", "EmbeddingError", "LocalMiniLM", "bulk_threads", "length_batches", "make_embedder"),
                     "rag.embeddings"),
     # the index
-    **dict.fromkeys(("Hit", "Index", "Store", "StoreError", "WriteRefused", "open_index", "read_tables",
+    **dict.fromkeys(("Hit", "Index", "IvfTuned", "StoreError", "WriteRefused", "open_index", "read_tables",
                      "vector_array"), "rag.store"),
     # what `docsbot status` shows of the index, read without LanceDB
     **dict.fromkeys(("IndexSummary", "read_summary"), "rag.index_summary"),
@@ -102,4 +102,4 @@ if TYPE_CHECKING:
     from rag.unindexed import LeftOut, Unindexed, left_out_pages, unindexed_files
     from rag.scope import SCOPE_MODES, Scope
     from rag.retrieval import HYBRID, SIGNALS, Candidate, Found, Mode, Retrieval, rank, search_lists
-    from rag.store import Hit, Index, Store, StoreError, WriteRefused, open_index, read_tables, vector_array
+    from rag.store import Hit, Index, IvfTuned, StoreError, WriteRefused, open_index, read_tables, vector_array

@@ -65,14 +65,22 @@ class LinkConfig:
 
 @dataclass(frozen=True)
 class IndexConfig:
-    """Where the index lives (a folder or a LanceDB URI) and how it is read and tuned."""
+    """Where the index lives and how it is read and tuned: in `url` when set (a database, e.g.
+    postgresql://…; it may hold a password), else in `data_dir` (a folder or a LanceDB URI)."""
 
     data_dir: str
     # A replica's mirror of an index in a bucket goes to `<work_dir>/index-mirror` (empty: a
     # temporary folder, removed at exit).
     work_dir: str
-    refresh_s: float
+    # Seconds within which a reader sees another process's writes; None: never looks (one process).
+    refresh_s: float | None
     ann_min_rows: int
+    url: str = field(default="", repr=False)
+
+    @property
+    def location(self) -> str:
+        """What rag.store.open_index opens: the URL, else the data dir."""
+        return self.url or self.data_dir
 
 
 @dataclass(frozen=True)

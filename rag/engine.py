@@ -30,13 +30,12 @@ from rag.terms import coverage, question_terms
 from rag.levels import Level
 from rag.mentions import unmentioned
 from rag.owners import Ownership, front_matter_of
-from rag.store.mirror import open_index
 from rag.prompt import Source, select_sources, without_bidi
 from rag.sourcing import span_sources
 from rag.rerank import Reranker, make_reranker
 from rag.retrieval import Candidate, Languages, Mode, Retrieval, languages_for, retrieve
 from rag.scope import FALLS_BACK, Scope, documents_in
-from rag.store import Store, StoreError
+from rag.store import Index, StoreError, open_index
 
 History = Sequence[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
 _Chosen = tuple[Source, Candidate]  # a source the answer is written from, and the chunk it is
@@ -46,7 +45,7 @@ _TRACER = trace.get_tracer(__name__)
 @dataclass
 class Engine:
     config: RagConfig
-    store: Store
+    store: Index
     embedder: Embedder
     generator: Generator
     # Built from the config when not given (the calibrated model is read once, at start).

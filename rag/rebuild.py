@@ -1,24 +1,23 @@
 """`docsbot index --rebuild`: a new index built beside the old one, then swapped in.
 
-Everything is built from the docs alone, in a scratch LanceDB folder (the old index is read only
-for its vector cache, and only if it can be read), then each table of the real index is replaced
-by one commit that writes a new version of it (`Store.replace`). Until the chunks table's commit
-lands, every reader keeps answering from the old version; nothing of the old files is needed, so
-it also repairs an index whose data files are damaged. The same steps work when the index lives
-on an object store (s3://...): only the scratch folder is local.
+Everything is built from the docs alone: the store builds the rows in a scratch index (the old
+index is read only for its vector cache, and only if it can be read) and then swaps them in
+(`Index.rebuild`). Until the swap lands every reader keeps answering from the old index, and
+nothing of the old rows is needed, so it also repairs an index whose data is damaged.
 """
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+import pyarrow as pa
+
 from rag.engine import Engine
 from rag.indexer import IndexStats, Provenance, build_rows, chunking_signature
 from rag.owners import Ownership, front_matter_of
-from rag.store import CHUNKS, META, VECTORS, Store, StoreError, meta_table
+from rag.store import Index, StoreError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -32,33 +31,26 @@ def rebuild_index(engine: Engine, root: Path, provenance: dict[str, Provenance])
     started = time.perf_counter()
     docs, skipped = config.docs.read_folder(root)
     old_meta: dict[str, Any] = _readable(store.meta, {}, "metadata")
+    before: dict[str, str] = _readable(store.doc_hashes, {}, "list of documents")
     embedding = {"model": engine.embedder.name, "dim": engine.embedder.dim}
-    with tempfile.TemporaryDirectory(prefix="docsbot-rebuild-") as scratch_dir:
-        scratch = Store(scratch_dir, refresh_s=None)
-        if old_meta.get("embedding") == embedding:  # vectors of another model are never reused
-            _seed_vector_cache(scratch, store)
+    built: list[IndexStats] = []
+
+    def build(scratch: Index) -> pa.Table:
         rows, stats = build_rows(docs, provenance, scratch, engine.embedder, config)
-        vectors = scratch.cached_table()
-        before: dict[str, str] = _readable(store.doc_hashes, {}, "list of documents")
-        if vectors is not None:
-            store.replace(VECTORS, vectors)
-        store.replace(CHUNKS, rows)  # the swap: readers see the new index from here
+        built.append(stats)
+        return rows
+
     meta: dict[str, Any] = {k: v for k, v in old_meta.items() if k not in _STALE_META}
     meta.update(embedding=embedding, chunking=chunking_signature(config.chunking), docs_root=str(root.resolve()),
                 ownership=Ownership(front_matter_of(docs)).with_repository(root).to_meta())
-    store.replace(META, meta_table(meta))
+    # Vectors of another model are never reused.
+    store.rebuild(build, meta, reuse_vectors=old_meta.get("embedding") == embedding)
     store.maintain(config.index.ann_min_rows)
+    stats = built[0]
     stats.skipped = skipped
     stats.deleted = len(set(before) - {d.path for d in docs})
     stats.seconds = time.perf_counter() - started
     return stats
-
-
-def _seed_vector_cache(scratch: Store, store: Store) -> None:
-    """Vectors of the old index's cache, when it can be read: unchanged text is not embedded again."""
-    cached = _readable(store.cached_table, None, "vector cache")
-    if cached is not None and cached.num_rows:
-        scratch.replace(VECTORS, cached)
 
 
 def _readable(read: Callable[[], T], fallback: T, what: str) -> T:

@@ -34,8 +34,8 @@ from state.leases import Leases
 from sync.config import LeaseConfig
 from sync.errors import SyncBusy, SyncError
 
-if TYPE_CHECKING:  # `docsbot status` imports the lease's name without loading LanceDB
-    from rag import Store
+if TYPE_CHECKING:  # `docsbot status` imports the lease's name without loading the index
+    from rag import Index
 
 log = logging.getLogger("docsbot.sync")
 
@@ -168,14 +168,11 @@ class WriterLease:
 
 
 @contextmanager
-def checked_writes(store: Store, lease: WriterLease) -> Iterator[Store]:
+def checked_writes(store: Index, lease: WriterLease) -> Iterator[Index]:
     """Inside the block, each commit to `store` first renews `lease` (one state-store round
     trip) and is refused (WriteRefused) when the lease is no longer this process's."""
-    store.may_write = lease.confirm
-    try:
+    with store.guarded(lease.confirm):
         yield store
-    finally:
-        store.may_write = None
 
 
 async def _awaited(make: Callable[[], Awaitable[T]]) -> T:

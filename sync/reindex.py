@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag import (
-    Document, DocumentError, Embedder, IndexStats, Provenance, RagConfig, Store, apply_documents, front_matter_of,
+    Document, DocumentError, Embedder, Index, IndexStats, Provenance, RagConfig, apply_documents, front_matter_of,
     in_scope, read_document, shown_path, too_long,
 )
 from sync.gitcmd import GitError, git_records
@@ -47,7 +47,7 @@ def read_documents(
 
 
 def write(
-    store: Store, embedder: Embedder, config: RagConfig, docs: list[Document],
+    store: Index, embedder: Embedder, config: RagConfig, docs: list[Document],
     provenance: dict[str, Provenance], removed: list[str], full: bool = False,
 ) -> IndexStats:
     """One atomic write, or none when there is nothing to change."""
@@ -57,7 +57,7 @@ def write(
 
 
 def apply_paths(
-    store: Store, embedder: Embedder, config: RagConfig, root: Path,
+    store: Index, embedder: Embedder, config: RagConfig, root: Path,
     upsert: list[str], removed: list[str], provenance: dict[str, Provenance],
 ) -> tuple[IndexStats, list[tuple[str, str]], dict[str, str]]:
     """Re-index `upsert` from the files under root and drop `removed`; skipped files are dropped
@@ -69,7 +69,7 @@ def apply_paths(
 
 
 def reconcile(
-    store: Store, embedder: Embedder, config: RagConfig, root: Path,
+    store: Index, embedder: Embedder, config: RagConfig, root: Path,
     provenance: dict[str, Provenance], rebuild: bool,
 ) -> Applied:
     """Bring the index to exactly the readable files under root. Files whose content hash and

@@ -22,8 +22,8 @@ from typing import Any
 from opentelemetry import trace
 
 from rag import (
-    DocumentError, Embedder, Ownership, Provenance, Store, chunking_signature, inside, left_out_pages, make_embedder,
-    unindexed_files,
+    DocumentError, Embedder, Index, Ownership, Provenance, chunking_signature, inside, left_out_pages, make_embedder,
+    open_index, unindexed_files,
 )
 from state.db import StateUnavailable
 from state.sync_status import SyncStatus
@@ -50,7 +50,7 @@ def run_sync(config: SyncConfig, embedder: Embedder | None = None, lease: Writer
     if lease is None:
         with writer_lease(config.lease) as held:
             return run_sync(config, embedder, held)
-    store = Store(config.data_dir)
+    store = open_index(config.rag.index)
     started = time.perf_counter()
     try:
         with recording(lease), _TRACER.start_as_current_span("sync"), checked_writes(store, lease):
@@ -118,7 +118,7 @@ def index_signature(config: SyncConfig, embedder: Embedder, source: str) -> dict
 
 
 def _sync_git(
-    config: SyncConfig, store: Store, embedder: Embedder | None, started: float, lease: WriterLease
+    config: SyncConfig, store: Index, embedder: Embedder | None, started: float, lease: WriterLease
 ) -> SyncReport:
     copy = WorkCopy.from_config(config)
     head = copy.fetch()
@@ -177,7 +177,7 @@ def _docs_root(repo: Path, subdir: str) -> Path:
 
 
 def _sync_folder(
-    config: SyncConfig, store: Store, embedder: Embedder | None, folder: Path, started: float, lease: WriterLease
+    config: SyncConfig, store: Index, embedder: Embedder | None, folder: Path, started: float, lease: WriterLease
 ) -> SyncReport:
     root = folder.resolve()
     embedder = embedder or make_embedder(config.rag, lazy=True)
@@ -198,7 +198,7 @@ def _sync_folder(
     return report
 
 
-def _say_if_replacing(store: Store, meta: dict[str, Any], root: str, source: str) -> None:
+def _say_if_replacing(store: Index, meta: dict[str, Any], root: str, source: str) -> None:
     """A sync about to replace an index built from other docs (`docsbot index` of the sample docs,
     another folder) says so in one line, before it starts."""
     old = meta.get("docs_root")
@@ -244,7 +244,7 @@ def _fill(report: SyncReport, mode: str, applied: Applied, reason: str = "") -> 
     report.chunks_embedded, report.chunks_reused = applied.stats.chunks_embedded, applied.stats.chunks_reused
 
 
-def _say_what_is_left_out(report: SyncReport, store: Store, root: Path, config: SyncConfig) -> None:
+def _say_what_is_left_out(report: SyncReport, store: Index, root: Path, config: SyncConfig) -> None:
     """Every file under the docs root the globs leave out, counted by reason; and a sync that
     leaves the index empty says why when the globs are the reason: the tree holds pages of a
     format docsbot reads (a Sphinx tree under `DOCSBOT_INCLUDE=**/*.md`)."""
@@ -265,7 +265,7 @@ def _checkpoint(config: SyncConfig, point: str) -> None:
 
 
 def _record_success(
-    store: Store, report: SyncReport, signature: dict[str, Any], root: str, started: float,
+    store: Index, report: SyncReport, signature: dict[str, Any], root: str, started: float,
     commit: str | None, commit_date: str | None, owners: Ownership,
 ) -> None:
     """Written after the chunks, in one metadata write: the commit is only claimed once its

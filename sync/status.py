@@ -19,7 +19,7 @@ from sync.lease import INDEX_WRITER
 from sync.report import short_commit
 
 if TYPE_CHECKING:
-    from rag import Store
+    from rag import Index, IndexConfig
 
 
 async def recorded_status(db: StateDB) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def unavailable(reason: str) -> dict[str, Any]:
     return {"last_sync": None, "last_success_at": None, "syncing": None, "stopped": None, "state_error": reason}
 
 
-def read_status(store: Store, recorded: dict[str, Any]) -> dict[str, Any]:
+def read_status(store: Index, recorded: dict[str, Any]) -> dict[str, Any]:
     """The index's state and the state store's `recorded` part (with `syncing`: {"done",
     "total"} of a running sync, see sync.progress). An index whose chunks cannot be read is
     reported (`index_error`), with no counts, rather than as 0 documents. Blocking (reads the
@@ -49,7 +49,7 @@ def read_status(store: Store, recorded: dict[str, Any]) -> dict[str, Any]:
     return {"syncing": None, **index_status(store), **recorded}
 
 
-def index_status(store: Store) -> dict[str, Any]:
+def index_status(store: Index) -> dict[str, Any]:
     """The index's part of the status, read from the index."""
     meta = store.meta()
     try:
@@ -58,7 +58,7 @@ def index_status(store: Store) -> dict[str, Any]:
     except rag.StoreError as exc:
         counts, error = {"documents": None, "chunks": None}, str(exc)
     return {
-        "mirror": store.mirror.status() if store.mirror is not None else None,
+        "mirror": store.replica_status(),
         "commit": meta.get("commit"),
         "commit_date": meta.get("commit_date"),
         **counts,
@@ -66,19 +66,19 @@ def index_status(store: Store) -> dict[str, Any]:
     }
 
 
-def summary_status(uri: str) -> dict[str, Any]:
+def summary_status(index: IndexConfig) -> dict[str, Any]:
     """The index's part of the status from its summary when that is current, else from the index."""
     try:
-        summary, _ = rag.read_summary(uri)
-    except OSError:  # a bucket that cannot be read: the index read says why
+        summary, _ = rag.read_summary(index.location)
+    except (OSError, ValueError):  # a bucket that cannot be read (the index read says why), a database
         summary = None
     if summary is None:
-        return index_status(rag.Store(uri))
+        return index_status(rag.open_index(index))
     return {"mirror": None, "commit": summary.commit, "commit_date": summary.commit_date,
             "documents": summary.documents, "chunks": summary.chunks, "index_error": None}
 
 
-async def current_status(store: Store, db: StateDB) -> dict[str, Any]:
+async def current_status(store: Index, db: StateDB) -> dict[str, Any]:
     return await asyncio.to_thread(read_status, store, await recorded_status(db))
 
 
@@ -94,7 +94,7 @@ def load_status(config: SyncConfig) -> dict[str, Any]:
                 recorded = await recorded_status(db)
             finally:
                 await db.close()
-        return {"syncing": None, **summary_status(config.data_dir), **recorded}
+        return {"syncing": None, **summary_status(config.rag.index), **recorded}
 
     return asyncio.run(load())
 

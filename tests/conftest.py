@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -14,12 +16,14 @@ import pytest
 from bot.local.harness import LocalSlack, local_slack
 from docsbot.settings import Settings
 from docsbot.wiring import lease_config, open_engine, rag_config
-from rag import Engine, ExtractiveAnswerer, LocalMiniLM, Store
+from pydantic import SecretStr
+from rag import Engine, ExtractiveAnswerer, LocalMiniLM, open_index
 from sync.folder import index_folder
 from eval.standins.openai_server import OpenAIStandIn
 from tests.standins.s3 import LocalS3, local_s3
 from tests.support.clients import close_dropped_clients
 from eval.scratch_db import scratch_database
+from tests.support.pgvector import NO_PGVECTOR, database_name, index_database, running_pgvector
 from tests.support.settings import SAMPLE_DOCS, SHARED, make_settings
 
 # Read at import: `_clean_env` removes every DOCSBOT_* variable before each test.
@@ -66,7 +70,8 @@ def sample_engine(sample_index: Path, settings: Settings, embedder: LocalMiniLM)
     """An engine over a private copy of the indexed sample docs (extractive answerer), in the
     data dir of the `settings` fixture: a test hands those to the bot, the sync or the eval."""
     shutil.copytree(sample_index, settings.data_dir)
-    return Engine(rag_config(settings), Store(settings.data_dir), embedder, ExtractiveAnswerer())
+    config = rag_config(settings)
+    return Engine(config, open_index(config.index), embedder, ExtractiveAnswerer())
 
 
 @pytest.fixture
@@ -114,6 +119,62 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     skipped = [r for r in terminalreporter.stats.get("skipped", []) if NO_POSTGRES in str(r.longrepr)]
     if skipped:
         terminalreporter.write_line(f"Postgres: {len(skipped)} test(s) skipped: {NO_POSTGRES}", yellow=True)
+    reasons = {str(r.longrepr[2]).removeprefix("Skipped: ") for r in terminalreporter.stats.get("skipped", [])
+               if isinstance(r.longrepr, tuple) and NO_PGVECTOR in str(r.longrepr[2])}
+    for reason in sorted(reasons):
+        terminalreporter.write_line(f"pgvector index: tests skipped: {reason}", yellow=True)
+
+
+# -- The index on each store (rag/store/registry.py) -------------------------------------------------
+STORES = ["lancedb", "postgres"]
+
+
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[str]:
+    """One PostgreSQL with pgvector per session (tests/support/pgvector.py); the tests that need
+    it are skipped, with the reason, where it cannot start. Its folder is its own, not pytest's
+    temp dir: another session's pytest prunes old temp dirs, and a server's data must outlive them."""
+    with ExitStack() as stack:
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="docsbot-pgvector-"))
+        try:
+            url = stack.enter_context(running_pgvector(Path(folder)))
+        except RuntimeError as exc:
+            pytest.skip(str(exc))
+        yield url
+
+
+@pytest.fixture(params=STORES)
+def index_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """DOCSBOT_INDEX_URL once per store: "" (LanceDB in the data dir) or a fresh Postgres index database."""
+    if request.param == "lancedb":
+        yield ""
+        return
+    with index_database(request.getfixturevalue("pgvector_server")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def pg_sample_index(pgvector_server: str, tmp_path_factory: pytest.TempPathFactory,
+                    embedder: LocalMiniLM) -> Iterator[str]:
+    """docs-sync/ indexed once per session into a Postgres database: its name (tests copy it)."""
+    with index_database(pgvector_server) as url:
+        settings = make_settings(tmp_path_factory.mktemp("pg-sample") / "index", index_url=url)
+        engine = open_engine(settings, generator=ExtractiveAnswerer())
+        engine.embedder = embedder
+        index_folder(engine, lease_config(settings), SAMPLE_DOCS)
+        yield database_name(url)
+
+
+@pytest.fixture(params=STORES)
+def any_sample_engine(request: pytest.FixtureRequest, settings: Settings, embedder: LocalMiniLM) -> Iterator[Engine]:
+    """sample_engine on each store: a copy of the sample index in LanceDB, then in Postgres."""
+    if request.param == "lancedb":
+        yield request.getfixturevalue("sample_engine")
+        return
+    template = request.getfixturevalue("pg_sample_index")
+    with index_database(request.getfixturevalue("pgvector_server"), template) as url:
+        config = rag_config(settings.model_copy(update={"index_url": SecretStr(url)}))
+        yield Engine(config, open_index(config.index), embedder, ExtractiveAnswerer())
 
 
 # -- Slack ------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from rag.generation import ExtractiveAnswerer
 from rag.kinds import lacks_kind, question_kind
 from rag.levels import Level
 from rag.prompt import Source
-from rag.store import Store
+from rag.store.search import Store
 
 BATCHING = [Source(1, "Batch link", "Batch link › Setting a maximum URL length", (
     "When batched calls are sent as one GET request, the URL can grow too long and the server answers "

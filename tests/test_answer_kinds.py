@@ -19,7 +19,7 @@ from rag.generation import ExtractiveAnswerer
 from rag.kinds import lacks_value, thread_kind
 from rag.levels import Level
 from rag.prompt import DECLINE_MARKER, Source
-from rag.store import Store
+from rag.store.search import Store
 
 LEAVE = [Source(1, "Benefits", "Benefits › Compassionate leave", (
     "When someone close to you dies, you can take paid time off to grieve, make arrangements and settle "

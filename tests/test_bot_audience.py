@@ -21,7 +21,7 @@ from docsbot.wiring import lease_config, rag_config
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
-from rag.store import Store
+from rag.store.search import Store
 from state.audience import AudienceChanges
 from state.opening import open_state
 from sync.folder import index_folder

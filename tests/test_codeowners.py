@@ -8,7 +8,8 @@ import pytest
 
 from docsbot.wiring import sync_config
 from eval.repos import commit_files
-from rag import LocalMiniLM, Ownership, Store, find_codeowners, parse_codeowners
+from rag import LocalMiniLM, Ownership, find_codeowners, parse_codeowners
+from rag.store.search import Store
 from sync.service import run_sync
 from tests.support.sync import new_repo, sync_settings
 

@@ -11,7 +11,8 @@ import pyarrow as pa
 import pytest
 
 from rag.levels import Level
-from rag.store import Store, chunk_schema, vector_array
+from rag.store import chunk_schema, vector_array
+from rag.store.search import Store
 
 K = 16
 NEVER = 2**62  # an ann_min_rows no table reaches: every search scans flat

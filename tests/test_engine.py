@@ -12,7 +12,7 @@ from rag.followup import REWRITE_PROMPT
 from rag.generation import ExtractiveAnswerer, OpenAIChat
 from rag.levels import Level
 from rag.retrieval import fill_rows
-from rag.store import Store
+from rag.store.search import Store
 from tests.support.settings import make_settings
 
 
@@ -33,7 +33,8 @@ async def test_unrelated_question_abstains_no_match(sample_engine: Engine):
     assert not answer.answered and answer.abstain_reason == "no_match" and answer.citations == []
 
 
-async def test_restricted_doc_is_no_access_below_its_level(sample_engine: Engine):
+async def test_restricted_doc_is_no_access_below_its_level(any_sample_engine: Engine):
+    sample_engine = any_sample_engine  # on each store
     question = "How do I get emergency break-glass access to the production database?"
     low = await sample_engine.ask(question, Level.team)
     assert low.abstain_reason == "no_access" and low.citations == [] and low.retrieved == []
@@ -50,8 +51,8 @@ async def test_access_hint_can_be_turned_off(sample_engine: Engine, settings: Se
     assert all(c.access != "restricted" for c in answer.citations)
 
 
-async def test_access_filter_runs_inside_the_search_before_top_k(sample_engine: Engine, embedder):
-    store = sample_engine.store
+async def test_access_filter_runs_inside_the_search_before_top_k(any_sample_engine: Engine, embedder):
+    store = any_sample_engine.store  # on each store
     vector = embedder.embed(["emergency production database access break glass"])[0]
     public = await store.dense(vector, int(Level.public), 10)
     assert len(public) == 10 and {h.row["access_rank"] for h in public} == {0}

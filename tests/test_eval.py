@@ -18,7 +18,7 @@ from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
-from rag.store import Store
+from rag.store.search import Store
 from tests.support.settings import make_settings
 
 

@@ -18,7 +18,8 @@ from bot.gaps import GapFinder
 from docsbot.cli import render_answer
 from docsbot.wiring import lease_config, rag_config, sync_config
 from eval.repos import commit_files
-from rag import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics, Engine, ExtractiveAnswerer, Level, LocalMiniLM, Store
+from rag import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics, Engine, ExtractiveAnswerer, Level, LocalMiniLM
+from rag.store.search import Store
 from rag.documents import DRAFT_SKIPPED, AccessRules, DocumentError, load_folder, parse_document
 from rag.freshness import age_words, period_days
 from rag.store import chunk_schema

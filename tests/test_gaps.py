@@ -28,7 +28,8 @@ from bot.recipients import Recipients
 from bot.telemetry import close_client
 from docsbot.settings import Settings
 from docsbot.wiring import gaps_config, open_state_db, rag_config
-from rag import Answer, Citation, Diagnostics, Engine, ExtractiveAnswerer, Level, LocalMiniLM, Store
+from rag import Answer, Citation, Diagnostics, Engine, ExtractiveAnswerer, Level, LocalMiniLM
+from rag.store.search import Store
 from state.answers import AnswerLog
 from state.opening import open_state
 from eval.clock import Clock

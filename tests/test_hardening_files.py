@@ -19,7 +19,7 @@ from rag.documents import REASON_MAX, AccessRules, DocumentError, load_folder, p
 from rag.paths import NAME_MAX, PATH_MAX, scan_folder
 from rag.embeddings import LocalMiniLM
 from rag.levels import Level
-from rag.store import Store
+from rag.store.search import Store
 from sync.service import run_sync
 from tests.support.sync import new_repo, sync_settings
 

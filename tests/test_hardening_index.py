@@ -19,7 +19,7 @@ from docsbot.wiring import rag_config
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
-from rag.store import Store
+from rag.store.search import Store
 from tests.support.cli import docsbot
 from tests.support.settings import SAMPLE_DOCS, make_settings
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from docsbot.wiring import lease_config, rag_config
-from rag import Engine, Level, Store
+from rag import Engine, Level
+from rag.store.search import Store
 from rag.embeddings import LocalMiniLM
 from rag.extractive import ExtractiveAnswerer
 from rag.spans import fences_balanced

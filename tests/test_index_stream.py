@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from docsbot.wiring import rag_config
-from rag import EmbeddingError, LocalMiniLM, Store
+from rag import EmbeddingError, LocalMiniLM
+from rag import Index, open_index
 from rag.config import RagConfig
 from rag.embeddings import length_batches
 from rag.indexer import RowStream, apply_documents
@@ -34,14 +35,20 @@ class Counting:
         yield from self.model.embed_batches(texts)
 
 
-def config(tmp_path: Path) -> RagConfig:
-    return rag_config(make_settings(tmp_path / "data"))
+def config(tmp_path: Path, index_url: str = "") -> RagConfig:
+    return rag_config(make_settings(tmp_path / "data", index_url=index_url or None))
 
 
-def test_rows_are_embedded_and_written_a_batch_at_a_time(tmp_path: Path, embedder: LocalMiniLM) -> None:
+def opened(tmp_path: Path, index_url: str) -> Index:
+    """The index on each store (the `index_url` fixture): LanceDB in tmp_path/index, or Postgres."""
+    return open_index(config(tmp_path / "index", index_url).index)
+
+
+def test_rows_are_embedded_and_written_a_batch_at_a_time(tmp_path: Path, embedder: LocalMiniLM,
+                                                        index_url: str) -> None:
     rag = config(tmp_path)
     docs, _ = rag.docs.read_folder(SAMPLE_DOCS)
-    store, counting = Store(str(tmp_path / "index")), Counting(embedder)
+    store, counting = opened(tmp_path, index_url), Counting(embedder)
     stream = RowStream(docs, {}, store, counting, rag, batch_chunks=40)
     store.write(stream.reader(), None)
     assert stream.stats.chunks == store.chunk_count() > 120
@@ -49,8 +56,9 @@ def test_rows_are_embedded_and_written_a_batch_at_a_time(tmp_path: Path, embedde
     assert sum(counting.calls) == stream.stats.chunks_embedded == stream.to_embed
 
 
-def test_a_failure_while_streaming_leaves_the_index_as_it_was(tmp_path: Path, embedder: LocalMiniLM) -> None:
-    store, rag = Store(str(tmp_path / "index")), config(tmp_path)
+def test_a_failure_while_streaming_leaves_the_index_as_it_was(tmp_path: Path, embedder: LocalMiniLM,
+                                                             index_url: str) -> None:
+    store, rag = opened(tmp_path, index_url), config(tmp_path)
     docs, _ = rag.docs.read_folder(SAMPLE_DOCS)
     apply_documents(store, embedder, rag, docs[:3], {}, full=True)
     before = store.doc_hashes()

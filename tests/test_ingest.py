@@ -15,7 +15,7 @@ from rag.chunking import chunk_document
 from rag.documents import AccessRules, load_folder
 from rag.levels import Level
 from rag.progress import Progress, describe, recording_to
-from rag.store import Store
+from rag.store.search import Store
 from tests.support.settings import SAMPLE_DOCS
 
 

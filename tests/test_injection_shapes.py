@@ -9,7 +9,8 @@ import pytest
 
 from docsbot.settings import Settings
 from docsbot.wiring import rag_config
-from rag import Engine, ExtractiveAnswerer, LocalMiniLM, Store
+from rag import Engine, ExtractiveAnswerer, LocalMiniLM
+from rag.store.search import Store
 from rag.levels import Level
 from eval.standins.openai_server import OpenAIStandIn
 from tests.support.settings import make_settings

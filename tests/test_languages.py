@@ -16,7 +16,8 @@ from bot.local.harness import local_slack
 from bot.local.standin import visible_text
 from docsbot.settings import Settings
 from docsbot.wiring import lease_config, rag_config
-from rag import Engine, ExtractiveAnswerer, Level, LocalMiniLM, Store, load_folder
+from rag import Engine, ExtractiveAnswerer, Level, LocalMiniLM, load_folder
+from rag.store.search import Store
 from rag.formats.language import Variant, language_folders, language_tag, variant
 from rag.retrieval import Languages, languages_for, one_language
 from rag.store import Hit, chunk_schema

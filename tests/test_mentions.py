@@ -16,7 +16,7 @@ from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
 from rag.mentions import names, unmentioned
-from rag.store import Store
+from rag.store.search import Store
 
 
 @pytest.mark.parametrize(("question", "expected"), [

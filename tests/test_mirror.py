@@ -18,8 +18,9 @@ from eval.repos import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
-from rag.store.mirror import PARTIAL, MirroredIndex, manifest_version, mirror_folder, open_index
-from rag.store import Store
+from rag.store import open_index
+from rag.store.mirror import PARTIAL, MirroredIndex, manifest_version, mirror_folder
+from rag.store.search import Store
 from sync.service import run_sync
 from sync.status import read_status, render_status
 from tests.support.bucket import VACATION, cited_commit, synced_bucket
@@ -184,6 +185,6 @@ def test_a_uri_pyarrow_cannot_list_is_read_directly_with_one_warning(
 ) -> None:
     settings = make_settings("memory://docsbot/index", work_dir=str(tmp_path / "work"))  # LanceDB's, not pyarrow's
     store = open_index(rag_config(settings).index, read_only=True)
-    assert store.mirror is None and store.uri == settings.data_dir
+    assert store.replica_status() is None and getattr(store, "uri") == settings.data_dir
     assert "no local mirror of memory://docsbot/index" in caplog.text
     assert mirror_folder(rag_config(settings).index)[0] == tmp_path / "work" / "index-mirror"  # its lock was let go

@@ -13,7 +13,7 @@ from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
-from rag.store import Store
+from rag.store.search import Store
 from tests.support.settings import make_settings
 from tests.standins.rerank_server import RerankStandIn
 

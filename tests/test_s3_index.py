@@ -19,7 +19,7 @@ from eval.repos import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
-from rag.store import Store
+from rag.store.search import Store
 from sync.service import run_sync
 from tests.standins.s3 import LocalS3
 from tests.support.bucket import DOCS, VACATION, bucket_settings, cited_commit, synced_bucket

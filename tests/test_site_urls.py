@@ -17,7 +17,8 @@ from docsbot.wiring import lease_config, open_engine, rag_config
 from eval.repos import run_git
 from rag import Answer, Citation, Diagnostics, Level, LocalMiniLM
 from rag.site import SITE_LAYOUTS, SiteInfo, detect_layout, detect_site, page_url, routing_front_matter
-from rag.store import Store, chunk_schema
+from rag.store import chunk_schema
+from rag.store.search import Store
 from sync.folder import index_folder
 from tests.support.settings import SHARED, make_settings
 

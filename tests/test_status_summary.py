@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rag import Store, read_summary
+from rag import read_summary
+from rag.store.search import Store
 from tests.support.cli import docsbot
 
 PAGES = {"install.md": "# Install\n\nRun `pip install tool`.\n", "upgrade.md": "# Upgrade\n\nStop it, then upgrade.\n"}

@@ -11,7 +11,7 @@ from docsbot.wiring import sync_config
 from eval.repos import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.levels import Level
-from rag.store import Store
+from rag.store.search import Store
 from sync.service import run_sync
 from tests.support.sync import new_repo, sync_settings
 

@@ -23,7 +23,8 @@ from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
-from rag.store import Store, WriteRefused
+from rag.store import WriteRefused
+from rag.store.search import Store
 from state.opening import open_state
 from state.leases import Leases
 from sync.errors import SyncBusy

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from docsbot.wiring import state_config, sync_config
 from eval.repos import commit_files, run_git
-from rag.store import Store
+from rag.store.search import Store
 from state.opening import open_state
 from state.sync_status import SyncProgressRow
 from sync.status import load_status, render_status

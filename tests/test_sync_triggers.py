@@ -20,7 +20,7 @@ from docsbot.settings import Settings
 from docsbot.wiring import state_config, sync_config
 from eval.repos import commit_files
 from rag.embeddings import LocalMiniLM
-from rag.store import Store
+from rag.store.search import Store
 from state.opening import open_state
 from state.sync_requests import SyncRequests
 from sync.scheduler import schedule_trigger

@@ -14,7 +14,7 @@ from lancedb.index import IvfSq
 
 from rag.store.errors import store_errors
 from rag.store.schema import VECTORS
-from rag.store.tables import Tables
+from rag.store.reads import Reads
 
 # Reads of old versions must outlive a reader's refresh interval (see shared notes on cleanup).
 CLEANUP_AFTER = timedelta(minutes=10)
@@ -39,7 +39,7 @@ class AnnState:
 
 
 @store_errors
-class AnnIndex(Tables):
+class AnnIndex(Reads):
     # Rows per IVF partition, given to LanceDB as target_partition_size: it keeps that through
     # optimize(). A num_partitions is not kept: optimize() joins partitions smaller than its own
     # target, and 1,000 partitions of 1,000 rows became 57 of ~17,500 at 1M rows.
@@ -51,6 +51,11 @@ class AnnIndex(Tables):
     ANN_PROBE_SCALE = 1.5  # see ann_nprobes()
     ANN_MIN_PROBES = 12
     ANN_RETRAIN = 1.5  # rebuild the index when the row count moves by this factor
+    _ann: AnnState | None = None  # the vector index's routing facts, per table version
+
+    def _forget(self) -> None:
+        super()._forget()
+        self._ann = None
 
     def maintain(self, ann_min_rows: int, cleanup_after: timedelta = CLEANUP_AFTER) -> None:
         """Compact, fold new rows into the FTS, bitmap and ANN indexes, and build the ANN index

@@ -29,6 +29,17 @@ class WriteRefused(StoreError):
     """This process may no longer write the index (it lost the index-writer lease)."""
 
 
+def same_embedding(meta: dict[str, Any], model: str, dim: int) -> dict[str, Any]:
+    """The index's metadata; IndexMismatch when it was built with another embedding model."""
+    built = meta.get("embedding")
+    if built and (built["model"], built["dim"]) != (model, dim):
+        raise IndexMismatch(
+            f"the index was built with {built['model']} (dimension {built['dim']}) but "
+            f"{model} (dimension {dim}) is configured: run `docsbot index` to rebuild it"
+        )
+    return meta
+
+
 _RUST_LOCATION = re.compile(r",?\s*/\S+\.rs:\d+:\d+")
 _DISK_FULL = "No space left on device"  # strerror(ENOSPC), as Lance's Rust I/O errors quote it
 C = TypeVar("C", bound=type)

@@ -36,6 +36,7 @@ from typing import Any, BinaryIO, Callable
 import pyarrow.fs as pafs
 
 from rag.config import IndexConfig
+from rag.store.protocol import Index
 from rag.store.schema import CHUNKS, META
 from rag.store.search import Store
 from rag.index_summary import VERSIONS, listed_manifests, manifest_identity, manifest_version
@@ -214,8 +215,7 @@ class MirroredIndex:
         self.refresh_s = refresh_s
         self._release = release  # held for the process's life: it keeps the folder's lock (see mirror_folder)
         self.mirror = IndexMirror(uri, folder)
-        self.store = Store(str(folder), refresh_s=None, label=uri)
-        self.store.mirror = self
+        self.store = Store(str(folder), refresh_s=None, label=uri, replica=self.status)
         self.snapshot = self.mirror.saved()
         self.store.pin(self.snapshot.versions if self.snapshot else {})
         self.checked_at: float | None = None  # when the bucket last answered
@@ -293,16 +293,18 @@ def mirror_folder(config: IndexConfig) -> tuple[Path, Callable[[], None]]:
     return Path(scratch.name), scratch.cleanup
 
 
-def open_index(config: IndexConfig, read_only: bool = False) -> Store:
-    """The index as this process should read it: a read-only process whose index is on object
-    storage reads a local mirror of it (started here); every other reads DOCSBOT_DATA_DIR, as
-    does a replica whose URI pyarrow cannot list (LanceDB may still read it)."""
-    if read_only and is_remote(config.data_dir):
+def open_lance(config: IndexConfig, read_only: bool = False) -> Index:
+    """The LanceDB index as this process should read it: a read-only process whose index is on
+    object storage reads a local mirror of it (started here); every other reads the location
+    itself, as does a replica whose URI pyarrow cannot list (LanceDB may still read it)."""
+    location = config.location
+    if read_only and is_remote(location):
         folder, release = mirror_folder(config)
         try:
-            return MirroredIndex(config.data_dir, folder, config.refresh_s, release).start().store
+            refresh_s = config.refresh_s if config.refresh_s is not None else MIN_REFRESH_S
+            return MirroredIndex(location, folder, refresh_s, release).start().store
         except ValueError as exc:
             release()
             log.warning("no local mirror of %s (%s): searches read it directly, and stop while it is "
-                        "unreachable", config.data_dir, _first_line(exc))
-    return Store(config.data_dir, refresh_s=config.refresh_s)
+                        "unreachable", location, _first_line(exc))
+    return Store(location, refresh_s=config.refresh_s)

@@ -56,6 +56,14 @@ ROW_DEFAULTS: dict[str, Any] = {"page_url": "", "includes": "", "language": "", 
                                 "reviewed": "", "review_days": 0}
 
 
+def with_defaults(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with ROW_DEFAULTS in the columns an older index lacks (or holds null in)."""
+    for name, value in ROW_DEFAULTS.items():
+        if row.get(name) is None:  # not in an older index, or null in its rows from before the migration
+            row[name] = value
+    return row
+
+
 @dataclass
 class Hit:
     row: dict[str, Any]

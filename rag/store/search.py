@@ -1,25 +1,28 @@
-"""Store: the LanceDB index as a question searches it. Dense search routes between the IVF index
+"""Store: the LanceDB index as a question searches it, and rebuilt. Dense search routes between the IVF index
 and a flat scan on the facts ann.py keeps per table version; full-text search runs on the BM25
 index. The access filter runs inside each search, and is checked again on what comes back."""
 from __future__ import annotations
 
 import functools
 import logging
-from typing import Any
+import tempfile
+from typing import Any, Callable
 
 import numpy as np
+import pyarrow as pa
 from opentelemetry import trace
 
 from rag.store.ann import AnnIndex
-from rag.store.errors import store_errors
-from rag.store.schema import SEARCH_COLUMNS, Hit, access_filter, fts_query, to_hits
+from rag.store.errors import StoreError, store_errors
+from rag.store.protocol import Index
+from rag.store.schema import CHUNKS, META, SEARCH_COLUMNS, VECTORS, Hit, access_filter, fts_query, meta_table, to_hits
 
 log = logging.getLogger(__name__)
 _TRACER = trace.get_tracer(__name__)
 
 
 @store_errors
-class Store(AnnIndex):
+class Searches(AnnIndex):
     @_TRACER.start_as_current_span("search.dense")
     async def dense(self, vector: np.ndarray, max_rank: int, limit: int,
                     within: frozenset[str] | None = None) -> list[Hit]:
@@ -85,6 +88,36 @@ class Store(AnnIndex):
             .limit(limit)
         )
         return to_hits(await search.to_arrow(), "_score")
+
+
+class Store(Searches):
+    """The LanceDB index. Not under store_errors: a rebuild's `build` raises its own errors (the
+    embedder's), which must reach the caller as they are; the table steps it calls are wrapped."""
+
+    def rebuild(self, build: Callable[[Index], pa.Table], meta: dict[str, Any], reuse_vectors: bool) -> None:
+        """Everything is built in a scratch LanceDB folder (the old index is read only for its
+        vector cache, and only if it can be read), then each table here is replaced by one commit
+        that writes a new version of it (`replace`): until the chunks table's commit lands, readers
+        answer from the old version, and none of the old files is needed (it repairs an index whose
+        data files are damaged). Only the scratch folder is local, so it works on object stores."""
+        with tempfile.TemporaryDirectory(prefix="docsbot-rebuild-") as folder:
+            scratch = Store(folder, refresh_s=None)
+            cached = self._old_vectors() if reuse_vectors else None
+            if cached is not None and cached.num_rows:
+                scratch.replace(VECTORS, cached)
+            rows = build(scratch)
+            vectors = scratch.cached_table()
+            if vectors is not None:
+                self.replace(VECTORS, vectors)
+            self.replace(CHUNKS, rows)  # the swap: readers see the new index from here
+        self.replace(META, meta_table(meta))
+
+    def _old_vectors(self) -> pa.Table | None:
+        try:
+            return self.cached_table()
+        except StoreError:
+            log.warning("the old index's vector cache cannot be read: rebuilt without it")
+            return None
 
 
 def _readable(hits: list[Hit], max_rank: int, within: frozenset[str] | None = None) -> list[Hit]:

@@ -11,24 +11,20 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import lancedb
 import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree
 
-from rag.store.errors import IndexMismatch, IndexMissing, StoreError, WriteRefused, store_errors
-from rag.store.schema import (CHUNKS, META, ROW_COLUMNS, ROW_DEFAULTS, VECTORS, access_filter, meta_table, sql_list,
-                              vector_array, vector_matrix)
+from rag.store.errors import IndexMissing, StoreError, WriteRefused, same_embedding, store_errors
+from rag.store.schema import CHUNKS, META, VECTORS, meta_table, sql_list, vector_array, vector_matrix
 from rag.index_summary import IndexSummary, current_manifests, write_summary
 from rag.store.writes import add_columns, streamed_write
-
-if TYPE_CHECKING:
-    from rag.store.ann import AnnState
-    from rag.store.mirror import MirroredIndex
 
 log = logging.getLogger("docsbot.index")
 SUMMARISED = (CHUNKS, META)  # the tables the summary describes: what `docsbot status` shows
@@ -54,28 +50,27 @@ class _View:
 
 @store_errors
 class Tables:
-    def __init__(self, uri: str, refresh_s: float | None = 2.0, label: str | None = None) -> None:
+    def __init__(self, uri: str, refresh_s: float | None = 2.0, label: str | None = None,
+                 replica: Callable[[], dict[str, Any]] | None = None) -> None:
         self.uri = uri
         self.label = label or uri  # what messages call the index (a mirror's bucket, not its folder)
         self._interval = timedelta(seconds=refresh_s) if refresh_s is not None else None
         self._db = lancedb.connect(uri, read_consistency_interval=self._interval)
         self._view = _View()
-        self._ann: AnnState | None = None  # the vector index's routing facts (ann.py), per table version
         # (table version, documents per language, the documents' paths), read once per version
         self._census: tuple[int, dict[str, int], tuple[str, ...]] | None = None
-        self.mirror: MirroredIndex | None = None  # what keeps a pinned store current (a replica's copy)
+        self._replica = replica  # the status of what keeps a pinned store current (a replica's mirror)
         # Asked right before each commit that changes what readers see: None, or why this process
         # must not write (sync/lease.py: the index-writer lease was lost). The vector cache is
         # not asked: it maps a text's hash to its vector, so a late write there is harmless.
-        self.may_write: Callable[[], str | None] | None = None
+        self._may_write: Callable[[], str | None] | None = None
 
     # -- tables -----------------------------------------------------------------------------
     def pin(self, versions: dict[str, int]) -> None:
         """Read these table versions from now on (a table not named is missing); reads already
         under way finish on the versions they started with."""
         self._view = _View(dict(versions))
-        self._ann = None
-        self._census = None
+        self._forget()
 
     def _table(self, name: str) -> Any | None:
         view = self._view
@@ -117,6 +112,20 @@ class Tables:
     def exists(self) -> bool:
         return self._table(CHUNKS) is not None
 
+    def replica_status(self) -> dict[str, Any] | None:
+        """What a replica's mirror serves and whether its bucket answers (mirror.py); None otherwise."""
+        return self._replica() if self._replica is not None else None
+
+    @contextmanager
+    def guarded(self, may_write: Callable[[], str | None]) -> Iterator[None]:
+        """Inside the block, every commit readers would see first asks `may_write` (None, or why
+        not) and is refused with WriteRefused when it names a reason (the lease, sync/lease.py)."""
+        self._may_write = may_write
+        try:
+            yield
+        finally:
+            self._may_write = None
+
     # -- metadata -----------------------------------------------------------------------------
     def meta(self) -> dict[str, Any]:
         table = self._table(META)
@@ -126,7 +135,7 @@ class Tables:
         return {row["key"]: json.loads(row["value"]) for row in rows}
 
     def _before_commit(self) -> None:
-        reason = self.may_write() if self.may_write is not None else None
+        reason = self._may_write() if self._may_write is not None else None
         if reason:
             raise WriteRefused(f"{reason}: stopped before writing to the index at {self.label}")
 
@@ -142,14 +151,7 @@ class Tables:
 
     def check_embedding(self, model: str, dim: int) -> dict[str, Any]:
         """The index's metadata; IndexMismatch when it was built with another embedding model."""
-        meta = self.meta()
-        built = meta.get("embedding")
-        if built and (built["model"], built["dim"]) != (model, dim):
-            raise IndexMismatch(
-                f"the index was built with {built['model']} (dimension {built['dim']}) but "
-                f"{model} (dimension {dim}) is configured: run `docsbot index` to rebuild it"
-            )
-        return meta
+        return same_embedding(self.meta(), model, dim)
 
     # -- vector cache -------------------------------------------------------------------------
     def cached_vectors(self, text_hashes: list[str]) -> dict[str, np.ndarray]:
@@ -244,13 +246,27 @@ class Tables:
             index_chunks(table)  # until these exist, searches scan (slower, same results)
         self._wrote()
 
+    def chunk_count(self) -> int:
+        """Rows of the chunks table; IndexMissing when there is no index."""
+        return self.chunks().count_rows()
+
+    def counts(self) -> dict[str, int]:
+        """Documents (each has one first chunk: counting those reads one int column, 2-4 ms at
+        100k rows against ~100 ms for listing the documents) and chunks."""
+        if not self.exists():
+            return {"documents": 0, "chunks": 0}
+        return {"documents": self.chunks().count_rows("ordinal = 0"), "chunks": self.chunk_count()}
+
     def _wrote(self) -> None:
         """This process's searches reopen the table, so they see its own writes at once (other
         processes see them within the read consistency interval)."""
         self._view.reader = None
-        self._ann = None
-        self._census = None
+        self._forget()
         self._summarise()
+
+    def _forget(self) -> None:
+        """Drop what was read once per table version (subclasses add theirs)."""
+        self._census = None
 
     def _summarise(self) -> None:
         """Rewrite the summary after a commit. A summary that cannot be written is only slower
@@ -266,131 +282,6 @@ class Tables:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             log.warning("could not write the summary of the index at %s (%s): `docsbot status` reads the index "
                         "instead until the next write", self.label, reason)
-
-    # -- reads --------------------------------------------------------------------------------
-    async def rows(self, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """Whole rows (without vectors) of the given chunks, by id."""
-        if not chunk_ids:
-            return {}
-        table = await self._searchable()
-        columns = await _row_columns(table)
-        query = table.query().where(f"chunk_id IN ({sql_list(chunk_ids)})").select(columns)
-        rows = (await query.limit(len(chunk_ids)).to_arrow()).to_pylist()
-        return {row["chunk_id"]: _with_defaults(row) for row in rows}
-
-    async def doc_rows(self, doc_path: str, max_rank: int) -> list[dict[str, Any]]:
-        """Whole rows (with their vectors) of one document's chunks at `max_rank` or below, in order."""
-        table = await self._searchable()
-        where = f"doc_path = {sql_list([doc_path])} AND {access_filter(max_rank)}"
-        columns = await _row_columns(table)
-        rows = (await table.query().where(where).select([*columns, "vector"]).to_arrow()).to_pylist()
-        return sorted((_with_defaults(row) for row in rows), key=lambda row: row["ordinal"])
-
-    async def languages(self) -> dict[str, int]:
-        """Documents per language ("" = the docs' default) in the index, counted again only when
-        the chunks table's version changes; none in an index written before languages were kept."""
-        return dict((await self._documents())[1])
-
-    async def documents(self) -> tuple[str, ...]:
-        """The indexed documents' paths, sorted, listed again only when the chunks table's version
-        changes (a channel's scope is matched against them, rag/scope.py)."""
-        return (await self._documents())[2]
-
-    async def _documents(self) -> tuple[int, dict[str, int], tuple[str, ...]]:
-        table = await self._searchable()
-        version = await table.version()
-        if self._census is None or self._census[0] != version:
-            has_language = "language" in (await table.schema()).names
-            columns = ["doc_path", "language"] if has_language else ["doc_path"]
-            # The first chunk of each document: one row per document.
-            firsts = (await table.query().where("ordinal = 0").select(columns).to_arrow()).to_pylist()
-            counts: dict[str, int] = {}
-            for row in firsts if has_language else []:
-                counts[row["language"] or ""] = counts.get(row["language"] or "", 0) + 1
-            self._census = (version, counts, tuple(sorted(row["doc_path"] for row in firsts)))
-        return self._census
-
-    async def labels(self, chunk_ids: list[str]) -> dict[str, tuple[str, str]]:
-        """(page, language) of the given chunks that still exist, by id; a row written before
-        pages were kept is its own page, in the default language."""
-        table = await self._searchable()
-        if not chunk_ids or not {"page", "language"} <= set((await table.schema()).names):
-            return {}
-        query = table.query().where(f"chunk_id IN ({sql_list(chunk_ids)})")
-        rows = (await query.select(["chunk_id", "doc_path", "page", "language"]).limit(len(chunk_ids)).to_arrow())
-        return {row["chunk_id"]: (row["page"] or row["doc_path"], row["language"] or "") for row in rows.to_pylist()}
-
-    def doc_hashes(self) -> dict[str, str]:
-        """doc_path -> content hash of what is indexed (for reconcile and status)."""
-        if not self.exists():
-            return {}
-        table = self.chunks().search().select(["doc_path", "doc_hash"]).limit(None).to_arrow()
-        return dict(zip(table["doc_path"].to_pylist(), table["doc_hash"].to_pylist()))
-
-    def includers(self, paths: Iterable[str]) -> list[str]:
-        """The documents that include any of `paths` (a snippet, a partial): what a sync re-reads
-        when only the included file changed."""
-        changed = set(paths)
-        if not changed or not self.exists() or "includes" not in self.chunks().schema.names:
-            return []
-        table = self.chunks().search().where("includes != ''").select(["doc_path", "includes"]).limit(None).to_arrow()
-        pairs = zip(table["doc_path"].to_pylist(), table["includes"].to_pylist())
-        return sorted({doc for doc, included in pairs if changed & set(included.split("\n"))})
-
-    def doc_columns(self, *columns: str) -> dict[str, tuple]:
-        """doc_path -> values of per-document columns (doc_hash, commit, ...) for each indexed
-        document: what a sync compares with the files at head. A column an older index lacks
-        reads as ROW_DEFAULTS says, here and in chunk_columns."""
-        if not self.exists():
-            return {}
-        chunks = self.chunks()
-        rows = chunks.search().select(["doc_path", *_present(chunks, columns)]).limit(None).to_arrow().to_pylist()
-        return {row["doc_path"]: tuple(row.get(c) for c in columns) for row in map(_with_defaults, rows)}
-
-    def chunk_columns(self, doc_paths: Iterable[str], *columns: str) -> list[dict[str, Any]]:
-        """doc_path and the named columns of every chunk of these documents (none without an index)."""
-        paths = sorted(set(doc_paths))
-        if not paths or not self.exists():
-            return []
-        chunks = self.chunks()
-        search = chunks.search().where(f"doc_path IN ({sql_list(paths)})")
-        rows = search.select(["doc_path", *_present(chunks, columns)]).limit(None).to_arrow().to_pylist()
-        return [{c: row.get(c) for c in ("doc_path", *columns)} for row in map(_with_defaults, rows)]
-
-    def chunk_vectors(self) -> tuple[list[str], np.ndarray]:
-        """Every chunk's id and vector (one row of the matrix each), in table order."""
-        table = self.chunks().search().select(["chunk_id", "vector"]).limit(None).to_arrow()
-        return table["chunk_id"].to_pylist(), vector_matrix(table)
-
-    def chunk_count(self) -> int:
-        """Rows of the chunks table; IndexMissing when there is no index."""
-        return self.chunks().count_rows()
-
-    def counts(self) -> dict[str, int]:
-        """Documents (each has one first chunk: counting those reads one int column, 2-4 ms at
-        100k rows against ~100 ms for listing the documents) and chunks."""
-        if not self.exists():
-            return {"documents": 0, "chunks": 0}
-        return {"documents": self.chunks().count_rows("ordinal = 0"), "chunks": self.chunk_count()}
-
-
-async def _row_columns(table: Any) -> list[str]:
-    """The whole-row columns this version of the table has (an older index lacks the newer ones)."""
-    present = set((await table.schema()).names)
-    return [name for name in ROW_COLUMNS if name in present]
-
-
-def _present(table: Any, columns: Iterable[str]) -> list[str]:
-    """The named columns this version of the table has."""
-    names = set(table.schema.names)
-    return [name for name in columns if name in names]
-
-
-def _with_defaults(row: dict[str, Any]) -> dict[str, Any]:
-    for name, value in ROW_DEFAULTS.items():
-        if row.get(name) is None:  # not in an older index, or null in its rows from before the migration
-            row[name] = value
-    return row
 
 
 def read_tables(uri: str, *names: str) -> dict[str, list[dict[str, Any]]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from docsbot.settings import Settings
-from eval.repos import index_differences, index_rows, run_git
-from rag.store import Store
+from eval.repos import index_differences, index_rows, opened, run_git
+from rag import Index
 from tests.support.settings import make_settings
 
 
@@ -25,13 +25,12 @@ def sync_settings(tmp: Path, repo: Path | str, **overrides: object) -> Settings:
     return make_settings(tmp / "index", **values)
 
 
-def assert_same_index(synced: Path | str, rebuilt: Path | str) -> None:
+def assert_same_index(synced: Index | Path | str, rebuilt: Index | Path | str) -> None:
     """Same chunk ids, texts, metadata and vectors (to float tolerance)."""
     assert index_rows(synced), "empty index"
     assert index_differences(synced, rebuilt) == []
 
 
-def indexed_commit(index: Store | str) -> str | None:
-    """The commit the index (a Store, or its folder or bucket URI) was last synced at."""
-    store = Store(index, refresh_s=0) if isinstance(index, str) else index
-    return store.meta().get("commit")
+def indexed_commit(index: Index | str) -> str | None:
+    """The commit the index (or its folder or bucket URI) was last synced at."""
+    return opened(index).meta().get("commit")

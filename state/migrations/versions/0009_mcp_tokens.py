@@ -1,10 +1,7 @@
 """Personal MCP tokens (state/tokens.py): the sha256 of each token, its owner, expiry and revocation.
 
-Revision 0008 belongs to another change in flight; until it lands this one follows 0007, and it
-follows 0008 once both are merged (down_revision is the one line to change).
-
 Revision ID: 0009
-Revises: 0007
+Revises: 0008
 """
 from typing import Sequence, Union
 
@@ -12,7 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0009"
-down_revision: Union[str, Sequence[str], None] = "0007"
+down_revision: Union[str, Sequence[str], None] = "0008"
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

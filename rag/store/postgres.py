@@ -1,0 +1,177 @@
+"""The index in Postgres with pgvector (DOCSBOT_INDEX_URL=postgresql://…): for teams that keep
+docsbot's state in Postgres already. Tables: migration 0008; writes, metadata, the vector cache
+and maintenance: pg_tables.py. This module: searches and reads.
+
+- Dense search: cosine distance through the HNSW index, with the access filter (and a channel's
+  scope) in the WHERE clause of the same query. pgvector 0.8's iterative scans
+  (`hnsw.iterative_scan = relaxed_order`) keep walking the graph until `limit` rows pass the
+  filter, so a filter that passes few rows still gets its top rows, not what is left of an
+  unfiltered top-k. The rows found are scored by their exact cosine and ordered by it.
+- Text search: Postgres full-text search (`english` configuration: stemming, stop words) on
+  search_text, ranked by ts_rank_cd (cover density, normalised by document length). It is not
+  BM25: the terms are OR-ed, as in LanceDB's full-text search, and the ranking differs.
+Searches run the (blocking) driver in a worker thread; the connections are pooled.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Iterable
+
+import numpy as np
+import pyarrow as pa
+import sqlalchemy as sa
+
+from rag.config import IndexConfig
+from rag.store.pg_tables import CHUNKS, COLUMNS, PgTables, database_errors, vector_literal
+from rag.store.protocol import Index
+from rag.store.schema import ROW_COLUMNS, Hit, chunk_schema, fts_query, with_defaults
+
+# Candidates the HNSW graph search keeps (pgvector's default is 40): at 64, recall@16 was 0.85-0.91 at
+# 100k rows with the awsdocs questions (`eval bench --index-url`, docs/performance.md).
+EF_SEARCH = 200
+SEARCHED = "chunk_id, doc_path, access_rank, vector::real[] AS vector"
+WHOLE_ROW = ", ".join(f'"{name}"' for name in ROW_COLUMNS)
+
+
+def _readers(max_rank: int, within: frozenset[str] | None) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause of a reader at `max_rank` (within these documents, when given)."""
+    where = "access_rank <= :max_rank"
+    params: dict[str, Any] = {"max_rank": int(max_rank)}
+    if within is not None:
+        where, params = f"{where} AND doc_path = ANY(:within)", params | {"within": sorted(within)}
+    return where, params
+
+
+def _columns(columns: Iterable[str]) -> str:
+    unknown = set(columns) - set(COLUMNS)
+    if unknown:
+        raise ValueError(f"no such chunk column: {', '.join(sorted(unknown))}")
+    return "".join(f', "{name}"' for name in columns)
+
+
+class PgIndex(PgTables):
+    # -- searches ------------------------------------------------------------------------------
+    async def dense(self, vector: np.ndarray, max_rank: int, limit: int,
+                    within: frozenset[str] | None = None) -> list[Hit]:
+        if within is not None and not within:
+            return []
+        return await asyncio.to_thread(self._dense, np.asarray(vector, dtype=np.float32), max_rank, limit, within)
+
+    @database_errors
+    def _dense(self, vector: np.ndarray, max_rank: int, limit: int, within: frozenset[str] | None) -> list[Hit]:
+        where, params = _readers(max_rank, within)
+        dim = len(vector)
+        query = sa.text(f"SELECT {SEARCHED} FROM {CHUNKS} WHERE {where} "
+                        f"ORDER BY vector::vector({dim}) <=> CAST(:query AS vector({dim})) LIMIT :limit")
+        with self._engine.connect() as c, c.begin():
+            c.exec_driver_sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            c.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, int(limit))}")
+            rows = c.execute(query, params | {"query": vector_literal(vector), "limit": int(limit)}).mappings().all()
+        if not rows:
+            self._existing()
+        vectors = np.asarray([row["vector"] for row in rows], dtype=np.float32).reshape(len(rows), dim)
+        scores = vectors @ vector
+        hits = [Hit({k: rows[i][k] for k in ("chunk_id", "doc_path", "access_rank")}, vectors[i], float(scores[i]))
+                for i in np.argsort(-scores, kind="stable")]
+        return [h for h in hits if h.row["access_rank"] <= max_rank]  # the filter's last guard
+
+    async def text(self, query: str, max_rank: int, limit: int, within: frozenset[str] | None = None) -> list[Hit]:
+        words = fts_query(query)
+        if not words or within is not None and not within:
+            return []
+        return await asyncio.to_thread(self._text, words, max_rank, limit, within)
+
+    @database_errors
+    def _text(self, words: str, max_rank: int, limit: int, within: frozenset[str] | None) -> list[Hit]:
+        where, params = _readers(max_rank, within)
+        query = sa.text(
+            f"SELECT {SEARCHED}, search_text, ts_rank_cd(search_tsv, q, 1) AS score "
+            f"FROM {CHUNKS}, websearch_to_tsquery('english', :words) AS q "
+            f"WHERE search_tsv @@ q AND {where} ORDER BY score DESC, chunk_id LIMIT :limit")
+        with self._reading() as c:
+            rows = c.execute(query, params | {"words": " or ".join(words.split()), "limit": int(limit)}).mappings()
+            return [Hit({k: row[k] for k in ("chunk_id", "doc_path", "access_rank", "search_text")},
+                        np.asarray(row["vector"], dtype=np.float32), float(row["score"])) for row in rows]
+
+    # -- rows ------------------------------------------------------------------------------------
+    async def rows(self, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
+        if not chunk_ids:
+            return {}
+        found = await asyncio.to_thread(self._select, f"SELECT {WHOLE_ROW} FROM {CHUNKS} WHERE chunk_id = ANY(:ids)",
+                                        {"ids": list(chunk_ids)})
+        return {row["chunk_id"]: with_defaults(row) for row in found}
+
+    async def doc_rows(self, doc_path: str, max_rank: int) -> list[dict[str, Any]]:
+        query = (f"SELECT {WHOLE_ROW}, vector::real[] AS vector FROM {CHUNKS} "
+                 "WHERE doc_path = :path AND access_rank <= :max_rank ORDER BY ordinal")
+        found = await asyncio.to_thread(self._select, query, {"path": doc_path, "max_rank": int(max_rank)})
+        return [with_defaults(row) for row in found]
+
+    async def documents(self) -> tuple[str, ...]:
+        return tuple(sorted(row["doc_path"] for row in await self._firsts()))
+
+    async def languages(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for row in await self._firsts():
+            counts[row["language"] or ""] = counts.get(row["language"] or "", 0) + 1
+        return counts
+
+    async def _firsts(self) -> list[dict[str, Any]]:
+        """The first chunk of each document: one row per document."""
+        return await asyncio.to_thread(self._select, f"SELECT doc_path, language FROM {CHUNKS} WHERE ordinal = 0", {})
+
+    async def labels(self, chunk_ids: list[str]) -> dict[str, tuple[str, str]]:
+        if not chunk_ids:
+            return {}
+        found = await asyncio.to_thread(
+            self._select, f"SELECT chunk_id, doc_path, page, language FROM {CHUNKS} WHERE chunk_id = ANY(:ids)",
+            {"ids": list(chunk_ids)})
+        return {row["chunk_id"]: (row["page"] or row["doc_path"], row["language"] or "") for row in found}
+
+    @database_errors
+    def _select(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        with self._reading() as c:
+            return [dict(row) for row in c.execute(sa.text(query), params).mappings()]
+
+    # -- per-document and per-chunk columns ----------------------------------------------------------
+    def doc_hashes(self) -> dict[str, str]:
+        return {path: values[0] for path, values in self.doc_columns("doc_hash").items()}
+
+    def doc_columns(self, *columns: str) -> dict[str, tuple]:
+        if not self._tables_there():
+            return {}
+        rows = self._select(f"SELECT DISTINCT ON (doc_path) doc_path{_columns(columns)} FROM {CHUNKS} "
+                            "ORDER BY doc_path, ordinal", {})
+        return {row["doc_path"]: tuple(row[c] for c in columns) for row in map(with_defaults, rows)}
+
+    def chunk_columns(self, doc_paths: Iterable[str], *columns: str) -> list[dict[str, Any]]:
+        paths = sorted(set(doc_paths))
+        if not paths or not self._tables_there():
+            return []
+        rows = self._select(f"SELECT doc_path{_columns(columns)} FROM {CHUNKS} WHERE doc_path = ANY(:paths)",
+                            {"paths": paths})
+        return [{c: row[c] for c in ("doc_path", *columns)} for row in map(with_defaults, rows)]
+
+    def includers(self, paths: Iterable[str]) -> list[str]:
+        changed = set(paths)
+        if not changed or not self._tables_there():
+            return []
+        rows = self._select(f"SELECT DISTINCT doc_path, includes FROM {CHUNKS} WHERE includes <> ''", {})
+        return sorted({row["doc_path"] for row in rows if changed & set(row["includes"].split("\n"))})
+
+    def chunk_vectors(self) -> tuple[list[str], np.ndarray]:
+        self._existing()
+        rows = self._select(f"SELECT chunk_id, vector::real[] AS vector FROM {CHUNKS} ORDER BY chunk_id", {})
+        return [row["chunk_id"] for row in rows], np.asarray([row["vector"] for row in rows], dtype=np.float32)
+
+    def all_rows(self) -> pa.Table:
+        self._existing()
+        rows = self._select(f'SELECT {WHOLE_ROW}, "search_text", vector::real[] AS vector FROM {CHUNKS} '
+                            "ORDER BY chunk_id", {})
+        dim = len(rows[0]["vector"]) if rows else 0
+        return pa.Table.from_pylist(rows, schema=chunk_schema(dim))
+
+
+def open_postgres(config: IndexConfig, read_only: bool = False) -> Index:
+    """The index in the database at config.location (every process reads it itself)."""
+    return PgIndex(config.location)

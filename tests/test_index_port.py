@@ -1,0 +1,152 @@
+"""The index port (rag/store/protocol.py) on every store: LanceDB in a temp folder and Postgres
+with pgvector (a real server, tests/support/pgvector.py). Small rows with 8-dimensional vectors
+written directly, so what each method must return is known exactly."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from rag import Index, IndexConfig, WriteRefused, open_index
+from rag.store import IndexMissing, chunk_schema
+from rag.store.schema import ROW_DEFAULTS
+
+DIM = 8
+RNG = np.random.default_rng(7)
+
+
+def rows(doc: str, count: int, rank: int = 0, vectors: np.ndarray | None = None, **columns: str) -> pa.Table:
+    """`count` chunks of document `doc` at access rank `rank`."""
+    vectors = RNG.standard_normal((count, DIM)).astype(np.float32) if vectors is None else vectors
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    data = [{name: ROW_DEFAULTS.get(name, "") for name in chunk_schema(DIM).names} | {
+        "chunk_id": f"{doc}#{i}", "doc_path": doc, "ordinal": i, "access_rank": rank, "text_hash": f"{doc}-{i}",
+        "doc_hash": f"hash-{doc}", "search_text": f"chunk {i} of {doc} " + columns.get("words", ""),
+        "language": columns.get("language", ""), "includes": columns.get("includes", ""), "vector": vectors[i],
+    } for i in range(count)]
+    return pa.Table.from_pylist(data, schema=chunk_schema(DIM))
+
+
+@pytest.fixture
+def index(index_url: str, tmp_path: Path) -> Iterator[Index]:
+    yield open_index(IndexConfig(str(tmp_path / "index"), "", 0.0, 100, index_url))
+
+
+def test_no_index_yet_reads_as_missing(index: Index) -> None:
+    assert not index.exists() and index.counts() == {"documents": 0, "chunks": 0} and index.meta() == {}
+    assert index.doc_columns("doc_hash") == {} and index.chunk_columns(["a.md"], "commit") == []
+
+
+async def test_writes_replace_the_chunks_of_the_named_documents_only(index: Index) -> None:
+    index.write(pa.concat_tables([rows("a.md", 3, includes="snippets/x.md"), rows("b.md", 2, language="ja")]), None)
+    index.set_meta(commit="c1", embedding={"model": "m", "dim": DIM})
+    assert index.exists() and index.counts() == {"documents": 2, "chunks": 5} and index.chunk_count() == 5
+    index.write(rows("a.md", 1), ["a.md", "gone.md"])  # a.md now has one chunk; b.md untouched
+    assert index.counts() == {"documents": 2, "chunks": 3}
+    assert index.doc_hashes() == {"a.md": "hash-a.md", "b.md": "hash-b.md"}
+    assert index.doc_columns("access_rank", "commit") == {"a.md": (0, ""), "b.md": (0, "")}
+    assert sorted(r["doc_path"] for r in index.chunk_columns(["b.md"], "text_hash")) == ["b.md", "b.md"]
+    assert index.includers(["snippets/x.md"]) == []  # a.md's rewrite no longer includes it
+    assert await index.documents() == ("a.md", "b.md") and await index.languages() == {"": 1, "ja": 1}
+    assert await index.labels(["b.md#1", "nope"]) == {"b.md#1": ("b.md", "ja")}
+    whole = await index.rows(["a.md#0"])
+    assert whole["a.md#0"]["doc_hash"] == "hash-a.md" and "vector" not in whole["a.md#0"]
+    assert [r["ordinal"] for r in await index.doc_rows("b.md", 0)] == [0, 1]
+    ids, matrix = index.chunk_vectors()
+    assert sorted(ids) == ["a.md#0", "b.md#0", "b.md#1"] and matrix.shape == (3, DIM)
+    assert index.all_rows().num_rows == 3 and index.meta()["commit"] == "c1"
+    index.write(chunk_schema(DIM).empty_table(), ["b.md"])
+    assert index.counts() == {"documents": 1, "chunks": 1}
+
+
+async def test_the_access_filter_runs_inside_the_search_before_top_k(index: Index) -> None:
+    query = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+    near = np.tile(query, (40, 1)) + 0.05 * RNG.standard_normal((40, DIM)).astype(np.float32)
+    index.write(pa.concat_tables([rows("secret.md", 40, rank=2, vectors=near, words="deploy rollback"),
+                                  rows("open.md", 5, rank=0, words="deploy"), rows("team.md", 5, rank=1)]), None)
+    index.maintain(0)
+    public = await index.dense(query, 0, 5)
+    assert len(public) == 5 and {h.row["doc_path"] for h in public} == {"open.md"}
+    assert [h.score for h in public] == sorted((h.score for h in public), reverse=True)
+    assert all(np.isclose(h.score, float(h.vector @ query), atol=1e-4) for h in public)
+    everything = await index.dense(query, 2, 5)
+    assert {h.row["doc_path"] for h in everything} == {"secret.md"}  # the filter is what kept them out above
+    assert {h.row["doc_path"] for h in await index.dense(query, 2, 5, frozenset({"team.md"}))} == {"team.md"}
+    assert await index.dense(query, 2, 5, frozenset()) == []
+    text = await index.text("rollback deploy", 0, 10)
+    assert {h.row["doc_path"] for h in text} == {"open.md"} and all("search_text" in h.row for h in text)
+    assert await index.text("zyxwvut", 2, 10) == []
+
+
+async def test_a_large_filtered_search_finds_the_exact_top_rows_through_the_vector_index(index: Index) -> None:
+    """3,000 rows, 2% of them public, the vector index built: a public reader still gets its ten
+    nearest rows, not what is left of the top ten overall."""
+    count = 3000
+    vectors = RNG.standard_normal((count, DIM)).astype(np.float32)
+    ranks = np.where(np.arange(count) % 50 == 0, 0, 2)
+    batches = [rows(f"d{i:04d}.md", 1, rank=int(ranks[i]), vectors=vectors[i:i + 1].copy()) for i in range(count)]
+    index.write(pa.concat_tables(batches), None)
+    index.maintain(1000)
+    query = RNG.standard_normal(DIM).astype(np.float32)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    scores = np.where(ranks == 0, unit @ query, -np.inf)
+    exact = {f"d{i:04d}.md" for i in np.argsort(-scores)[:10]}
+    found = {h.row["doc_path"] for h in await index.dense(query, 0, 10)}
+    assert len(found) == 10 and len(found & exact) >= 9
+
+
+def test_a_refused_guard_stops_every_commit_and_leaves_the_index(index: Index) -> None:
+    index.write(rows("a.md", 2), None)
+    with index.guarded(lambda: "lost the lease"):
+        with pytest.raises(WriteRefused, match="lost the lease"):
+            index.write(rows("b.md", 2), None)
+        with pytest.raises(WriteRefused):
+            index.set_meta(commit="c2")
+    index.write(rows("c.md", 1), ["c.md"])  # outside the block nothing is asked
+    assert index.counts() == {"documents": 2, "chunks": 3} and "commit" not in index.meta()
+
+
+def test_an_error_while_rows_are_made_reaches_the_caller_and_leaves_the_index(index: Index) -> None:
+    index.write(rows("a.md", 2), None)
+    first = rows("b.md", 2)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        yield from first.to_batches()
+        raise KeyError("the embedder went away")
+
+    with pytest.raises(KeyError, match="went away"):
+        index.write(pa.RecordBatchReader.from_batches(first.schema, batches()), None)
+    assert index.doc_hashes() == {"a.md": "hash-a.md"}
+
+
+def test_a_rebuild_swaps_everything_in_and_a_failed_one_changes_nothing(index: Index) -> None:
+    index.write(rows("old.md", 2), None)
+    index.cache_vectors(["t1"], np.ones((1, DIM), dtype=np.float32))
+    index.set_meta(commit="c1")
+
+    def failing(scratch: Index) -> pa.Table:
+        raise KeyError("the docs could not be read")
+
+    with pytest.raises(KeyError):
+        index.rebuild(failing, {"commit": None}, reuse_vectors=True)
+    assert index.doc_hashes() == {"old.md": "hash-old.md"} and index.meta()["commit"] == "c1"
+
+    def build(scratch: Index) -> pa.Table:
+        assert scratch.cached_hashes(["t1"]) == {"t1"}  # the old vector cache, reused
+        scratch.cache_vectors(["t2"], np.ones((1, DIM), dtype=np.float32))
+        return rows("new.md", 3)
+
+    index.rebuild(build, {"docs_root": "/docs"}, reuse_vectors=True)
+    assert index.doc_hashes() == {"new.md": "hash-new.md"} and index.meta() == {"docs_root": "/docs"}
+    assert set(index.cached_vectors(["t1", "t2"])) == {"t1", "t2"}
+    index.rebuild(lambda scratch: rows("new.md", 1) if not scratch.cached_hashes(["t1"]) else rows("x.md", 1),
+                  {}, reuse_vectors=False)  # another model: no vector of the old cache is offered
+    assert index.doc_hashes() == {"new.md": "hash-new.md"}
+
+
+async def test_searches_on_no_index_say_it_is_missing(index: Index) -> None:
+    with pytest.raises(IndexMissing, match="no index"):
+        await index.dense(np.ones(DIM, dtype=np.float32), 2, 5)
