@@ -1,11 +1,11 @@
 """Names a question uses that the docs never mention: a confident quote would be about something else.
 
-"Can tRPC use gRPC between our services?", "what about Azure Functions?", "what's the SLA of
-Vite's hosted build service?": the sources retrieved for such a question are about its other
-words (tRPC, services, build), and a quote from them reads like an answer while the docs never
-say a word about the thing asked. A name is a word the asker wrote with a capital letter inside
-the sentence, or in mixed or upper case (gRPC, SLA, Azure); the first word of a sentence, "I" and
-a unit after a number ("16 MB") are not names. A name is mentioned when a source's text, title or
+"Can tRPC use gRPC between our services?", "what's the SLA of Vite's hosted build service?": the
+sources retrieved for such a question are about its other words (tRPC, services, build), and a
+quote from them reads like an answer while the docs never say a word about the thing asked. A
+name is a word the asker wrote in upper or mixed case (gRPC, SLA); a capitalised word is not one
+("my manager Bob", "I'm based in Portugal": people and places are mostly context in a question),
+nor is a unit after a number ("16 MB"). A name is mentioned when a source's text, title or
 section holds it (by stem and prefix, as retrieval's terms match), or any other page the reader
 may read does (rag/engine.py asks the full-text index): then retrieval chose, as before.
 """
@@ -17,20 +17,17 @@ from collections.abc import Iterable
 from rag.terms import content_terms, matched_terms
 
 _WORD = re.compile(r"[A-Za-z][\w+-]*")
-_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n)\W*$")
 
 
 def names(question: str) -> list[str]:
-    """The words of a question written as names, in order."""
+    """The words of a question written in upper or mixed case (gRPC, SLA, tRPC), in order."""
     found = []
     for match in _WORD.finditer(question):
         word = match.group(0).removesuffix("'s")
-        if word in ("I", "I'm") or not any(ch.isupper() for ch in word):
-            continue
+        if not any(ch.isupper() for ch in word[1:]):
+            continue  # "Bob", "Portugal", a sentence's first word: a person or place is context
         if re.search(r"\d\s*$", question[:match.start()]):
             continue  # a unit: "16 MB", "5 GB"
-        if _SENTENCE_START.search(question[:match.start()]) and not any(ch.isupper() for ch in word[1:]):
-            continue  # "Dates coming back ...": a sentence's first word, not a name
         found.append(word)
     return found
 
