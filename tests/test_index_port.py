@@ -150,3 +150,13 @@ def test_a_rebuild_swaps_everything_in_and_a_failed_one_changes_nothing(index: I
 async def test_searches_on_no_index_say_it_is_missing(index: Index) -> None:
     with pytest.raises(IndexMissing, match="no index"):
         await index.dense(np.ones(DIM, dtype=np.float32), 2, 5)
+
+
+async def test_the_text_list_weighs_a_rare_term_over_a_common_one(index: Index) -> None:
+    """BM25's IDF on LanceDB, IDF-weighted ts_rank_cd on Postgres: the one chunk that holds the
+    rare word ranks first, above chunks saying the common word three times."""
+    index.write(pa.concat_tables([rows("common.md", 20, words="deploy deploy deploy"),
+                                  rows("rare.md", 1, words="deploy rollback")]), None)
+    index.maintain(0)
+    hits = await index.text("how do I deploy a rollback", 0, 5)
+    assert hits[0].row["doc_path"] == "rare.md"

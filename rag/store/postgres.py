@@ -8,13 +8,15 @@ and maintenance: pg_tables.py. This module: searches and reads.
   filter, so a filter that passes few rows still gets its top rows, not what is left of an
   unfiltered top-k. The rows found are scored by their exact cosine and ordered by it.
 - Text search: Postgres full-text search (`english` configuration: stemming, stop words) on
-  search_text, ranked by ts_rank_cd (cover density, normalised by document length). It is not
-  BM25: the terms are OR-ed, as in LanceDB's full-text search, and the ranking differs.
+  search_text, the terms OR-ed as in LanceDB's full-text search, ranked BM25-like: each term's
+  ts_rank_cd (cover density, normalised by document length) weighted by its inverse document
+  frequency (one indexed count per term), summed.
 Searches run the (blocking) driver in a worker thread; the connections are pooled.
 """
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any, Iterable
 
 import numpy as np
@@ -83,13 +85,26 @@ class PgIndex(PgTables):
 
     @database_errors
     def _text(self, words: str, max_rank: int, limit: int, within: frozenset[str] | None) -> list[Hit]:
+        """Each term's ts_rank_cd weighted by its inverse document frequency, summed: without the
+        weights a question's common words ("set", "use") outrank the rare one that names its page."""
         where, params = _readers(max_rank, within)
-        query = sa.text(
-            f"SELECT {SEARCHED}, search_text, ts_rank_cd(search_tsv, q, 1) AS score "
-            f"FROM {CHUNKS}, websearch_to_tsquery('english', :words) AS q "
-            f"WHERE search_tsv @@ q AND {where} ORDER BY score DESC, chunk_id LIMIT :limit")
+        terms = sorted({w.lower() for w in words.split()})
         with self._reading() as c:
-            rows = c.execute(query, params | {"words": " or ".join(words.split()), "limit": int(limit)}).mappings()
+            total = c.execute(sa.text(f"SELECT count(*) FROM {CHUNKS}")).scalar_one()
+            weights = {}
+            for n, term in enumerate(terms):
+                found = c.execute(sa.text(f"SELECT count(*) FROM {CHUNKS} WHERE search_tsv @@ "
+                                          "plainto_tsquery('english', :term)"), {"term": term}).scalar_one()
+                if found:  # a stop word's query is empty and matches nothing
+                    weights[f"t{n}"] = (term, math.log(1 + (total - found + 0.5) / (found + 0.5)))
+            if not weights:
+                return []
+            score = " + ".join(f":w_{k} * ts_rank_cd(search_tsv, plainto_tsquery('english', :{k}), 1)" for k in weights)
+            matched = " || ".join(f"plainto_tsquery('english', :{k})" for k in weights)
+            query = sa.text(f"SELECT {SEARCHED}, search_text, {score} AS score FROM {CHUNKS} "
+                            f"WHERE search_tsv @@ ({matched}) AND {where} ORDER BY score DESC, chunk_id LIMIT :limit")
+            bound = {k: term for k, (term, _) in weights.items()} | {f"w_{k}": w for k, (_, w) in weights.items()}
+            rows = c.execute(query, params | bound | {"limit": int(limit)}).mappings()
             return [Hit({k: row[k] for k in ("chunk_id", "doc_path", "access_rank", "search_text")},
                         np.asarray(row["vector"], dtype=np.float32), float(row["score"])) for row in rows]
 
