@@ -81,8 +81,7 @@ CHECKED = {**VALUES, "steps": _COMMAND}
 def lacks_value(kind: str | None, text: str) -> bool:
     """Whether a quote lacks the value its question asks for: a duration, an amount, a time of
     day. Other kinds (who, why, how, when) are not judged by a pattern."""
-    pattern = VALUES.get(kind or "")
-    return pattern is not None and not pattern.search(_URL.sub(" ", text))
+    return kind in VALUES and lacks_kind(kind, text)
 
 
 def lacks_kind(kind: str | None, text: str) -> bool:

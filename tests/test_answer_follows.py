@@ -1,25 +1,16 @@
 """The fact, not the sentence next to it (issue 37): what answers a question often follows the
 sentence that matches it. A matched sentence is quoted with the next one of its paragraph, a
 how-to told in prose with the code block that shows it, "is there a way to ..." asks for steps,
-a how-to below the answerability gate is answered only by a quote that shows what to do. The texts
-are written for these tests."""
+a how-to below the answerability gate is answered only by a quote that shows what to do
+(tests/test_answer_kinds.py, beside the value questions). The texts are written for these tests."""
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 
 import pytest
 
-from docsbot.settings import Settings
-from docsbot.wiring import rag_config
-from rag import answerability
-from rag.embeddings import LocalMiniLM
-from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.kinds import lacks_kind, question_kind
-from rag.levels import Level
 from rag.prompt import Source
-from rag.store.search import Store
 
 BATCHING = [Source(1, "Batch link", "Batch link › Setting a maximum URL length", (
     "When batched calls are sent as one GET request, the URL can grow too long and the server answers "
@@ -67,18 +58,4 @@ def test_question_kind_wording(question: str, kind: str | None) -> None:
 ])
 def test_a_how_to_answer_shows_what_to_do(text: str, lacks: bool) -> None:
     assert lacks_kind("steps", text) is lacks
-
-
-async def test_a_how_to_goes_past_a_declining_gate_only_when_its_quote_shows_what_to_do(
-    sample_index: Path, settings: Settings, embedder: LocalMiniLM
-) -> None:
-    """With a gate that declines everything: rolling back a deploy is answered with its commands;
-    a how-to about something the sample docs never mention is still declined, with a near miss."""
-    shutil.copytree(sample_index, settings.data_dir)
-    closed = answerability.Model({}, {}, {}, 0.0, 1.1)
-    engine = Engine(rag_config(settings), Store(settings.data_dir), embedder, ExtractiveAnswerer(), closed)
-    rollback = await engine.ask("how do I roll back a deploy?", Level.restricted)
-    assert rollback.answered and "argocd app set" in rollback.answer
-    unknown = await engine.ask("how do I book a meeting room in the Lisbon office?", Level.restricted)
-    assert not unknown.answered and unknown.abstain_reason == "no_match"
 

@@ -92,16 +92,29 @@ def test_lacks_value(kind: str, text: str, lacks: bool) -> None:
     assert lacks_value(kind, text) is lacks
 
 
-async def test_a_value_asked_goes_past_a_declining_gate_only_when_the_answer_holds_it(
-    sample_index: Path, settings: Settings, embedder: LocalMiniLM
-) -> None:
-    """On the sample docs, with a gate that declines everything: the duration of break-glass
-    credentials is quoted (it holds '4 hours'); a how-to whose quote is about too little of the
-    question (its commands roll back Argo CD, not tidepool-api's 500s) is declined, with its near miss."""
+@pytest.fixture
+def closed_gate(sample_index: Path, settings: Settings, embedder: LocalMiniLM) -> Engine:
+    """The sample docs behind an answerability gate that declines everything."""
     shutil.copytree(sample_index, settings.data_dir)
     closed = answerability.Model({}, {}, {}, 0.0, 1.1)
-    engine = Engine(rag_config(settings), Store(settings.data_dir), embedder, ExtractiveAnswerer(), closed)
-    held = await engine.ask("how long are break-glass db credentials valid?", Level.restricted)
+    return Engine(rag_config(settings), Store(settings.data_dir), embedder, ExtractiveAnswerer(), closed)
+
+
+async def test_a_value_asked_goes_past_a_declining_gate_only_when_the_answer_holds_it(closed_gate: Engine) -> None:
+    """The duration of break-glass credentials is quoted (it holds '4 hours'); a how-to whose quote
+    is about too little of the question (its commands roll back Argo CD, not tidepool-api's 500s)
+    is declined, with its near miss."""
+    held = await closed_gate.ask("how long are break-glass db credentials valid?", Level.restricted)
     assert held.answered and "4 hours" in held.answer
-    how = await engine.ask("tidepool-api is throwing 500s since the last deploy, how do I roll it back?", Level.team)
+    how = await closed_gate.ask("tidepool-api is throwing 500s since the last deploy, how do I roll it back?",
+                                Level.team)
     assert not how.answered and how.abstain_reason == "no_match" and how.near_miss is not None
+
+
+async def test_a_how_to_goes_past_a_declining_gate_only_when_its_quote_shows_what_to_do(closed_gate: Engine) -> None:
+    """Rolling back a deploy is answered with its commands (issue 37: the gate misreads casual
+    how-tos); a how-to about something the sample docs never mention is still declined."""
+    rollback = await closed_gate.ask("how do I roll back a deploy?", Level.restricted)
+    assert rollback.answered and "argocd app set" in rollback.answer
+    unknown = await closed_gate.ask("how do I book a meeting room in the Lisbon office?", Level.restricted)
+    assert not unknown.answered and unknown.abstain_reason == "no_match"

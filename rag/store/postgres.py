@@ -88,15 +88,13 @@ class PgIndex(PgTables):
         """Each term's ts_rank_cd weighted by its inverse document frequency, summed: without the
         weights a question's common words ("set", "use") outrank the rare one that names its page."""
         where, params = _readers(max_rank, within)
-        terms = sorted({w.lower() for w in words.split()})
+        terms = {f"t{n}": term for n, term in enumerate(sorted({w.lower() for w in words.split()}))}
+        counts = ", ".join(f"(SELECT count(*) FROM {CHUNKS} WHERE search_tsv @@ plainto_tsquery('english', :{k}))"
+                           for k in terms)  # each through the full-text index, in one round trip
         with self._reading() as c:
-            total = c.execute(sa.text(f"SELECT count(*) FROM {CHUNKS}")).scalar_one()
-            weights = {}
-            for n, term in enumerate(terms):
-                found = c.execute(sa.text(f"SELECT count(*) FROM {CHUNKS} WHERE search_tsv @@ "
-                                          "plainto_tsquery('english', :term)"), {"term": term}).scalar_one()
-                if found:  # a stop word's query is empty and matches nothing
-                    weights[f"t{n}"] = (term, math.log(1 + (total - found + 0.5) / (found + 0.5)))
+            total, *found = c.execute(sa.text(f"SELECT (SELECT count(*) FROM {CHUNKS}), {counts}"), terms).one()
+            weights = {k: (term, math.log(1 + (total - n + 0.5) / (n + 0.5)))
+                       for (k, term), n in zip(terms.items(), found) if n}  # a stop word's query matches nothing
             if not weights:
                 return []
             score = " + ".join(f":w_{k} * ts_rank_cd(search_tsv, plainto_tsquery('english', :{k}), 1)" for k in weights)
