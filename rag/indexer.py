@@ -25,8 +25,9 @@ from rag.store import Index, chunk_schema, vector_array
 # row (2: a title that is only an identifier is no longer part of the chunks' text; 3: chunks are
 # made from the formats' document model, rag/formats/, as normalised Markdown; 4: the full-text
 # column also holds the words of the camel-case identifiers in the heading path, rag/terms.identifier_words:
-# no vector changes).
-CHUNKING_VERSION = 4
+# no vector changes; 5: a GitBook page's title from SUMMARY.md, a {#id} anchor in a paragraph
+# dropped: indexes built before kept the old titles and text, and the eval's cached ones with them).
+CHUNKING_VERSION = 5
 
 
 @dataclass(frozen=True)

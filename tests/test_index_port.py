@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from rag import Index, IndexConfig, WriteRefused, open_index
+from rag.retrieval import DENSE, TEXT, search_lists
 from rag.store import IndexMissing, chunk_schema
 from rag.store.schema import ROW_DEFAULTS
 
@@ -160,3 +161,17 @@ async def test_the_text_list_weighs_a_rare_term_over_a_common_one(index: Index) 
     index.maintain(0)
     hits = await index.text("how do I deploy a rollback", 0, 5)
     assert hits[0].row["doc_path"] == "rare.md"
+
+
+async def test_equal_scores_come_out_in_chunk_id_order_whatever_the_rows_order(index_url: str, tmp_path: Path) -> None:
+    """Two pages with the same text tie in both lists; an index updated in place holds its rows
+    in another order than one built anew, and the answer must not depend on which it is."""
+    same = RNG.standard_normal((1, DIM)).astype(np.float32)
+    found = []
+    for order in (["b.md", "a.md"], ["a.md", "b.md"]):
+        index = open_index(IndexConfig(str(tmp_path / "".join(order)), "", 0.0, 100, index_url))
+        index.write(pa.concat_tables([rows(doc, 1, vectors=same.copy(), words="copied redis page") for doc in order]),
+                    None)
+        lists = await search_lists(index, same[0] / np.linalg.norm(same[0]), "redis page", 0, 5)
+        found.append({name: [hit.row["chunk_id"] for hit in hits] for name, hits in lists.items()})
+    assert found[0] == found[1] == {DENSE: ["a.md#0", "b.md#0"], TEXT: ["a.md#0", "b.md#0"]}
