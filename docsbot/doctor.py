@@ -97,45 +97,20 @@ def _app_token(settings: Settings) -> Finding:
 
 # -- LLM and embeddings ----------------------------------------------------------------------------
 def llm_checks(settings: Settings) -> list[Finding]:
+    """The chat provider probes its own endpoint (rag/providers): what it checks is its own business."""
     if not settings.use_llm:
         return [Finding("llm", "ok", "no LLM configured: the embedded extractive answerer is used")]
-    import openai
-
     from docsbot.wiring import llm_config
-    from rag import openai_client
+    from rag import make_provider
 
-    client = openai_client(llm_config(settings), TIMEOUT_S)
-    where = settings.openai_base_url or "api.openai.com"
+    described = make_provider(llm_config(settings)).describe()
     try:
-        models = [m.id for m in client.models.list()]
-    except openai.APIConnectionError as exc:
-        return [Finding("llm endpoint", "failed", f"cannot reach {where}: {type(exc).__name__}",
-                        "check OPENAI_BASE_URL and that the endpoint is up and reachable from here")]
-    except openai.AuthenticationError:
-        return [Finding("llm endpoint", "failed", f"{where} refused the key (401)", "set a valid OPENAI_API_KEY")]
-    except openai.APIStatusError as exc:
-        models = []
-        listed = Finding("llm model", "warning", f"{where} does not list models (HTTP {exc.status_code})",
-                         "make sure DOCSBOT_CHAT_MODEL names a model the endpoint serves")
-    else:
-        listed = (Finding("llm model", "ok", f"{settings.chat_model} is listed") if settings.chat_model in models
-                  else Finding("llm model", "failed",
-                               f"{settings.chat_model} is not among the {len(models)} models listed",
-                               f"set DOCSBOT_CHAT_MODEL to one of: {', '.join(models[:8]) or '(none)'}"))
-    found = [Finding("llm endpoint", "ok", f"{where} answers"), listed]
-    try:
-        client.chat.completions.create(model=settings.chat_model, max_tokens=1,
-                                       messages=[{"role": "user", "content": "Reply with: ok"}])
-        found.append(Finding("llm completion", "ok", "a one-token completion works"))
-    except openai.OpenAIError as exc:
-        found.append(Finding("llm completion", "failed", f"a one-token completion failed: {_brief(exc)}",
-                             "check DOCSBOT_CHAT_MODEL, the key's quota and the provider's status"))
-    return found
-
-
-def _brief(exc: BaseException) -> str:
-    status = getattr(exc, "status_code", None)
-    return f"HTTP {status}" if status else type(exc).__name__
+        found = described.probe(TIMEOUT_S)
+    except Exception as exc:  # a provider whose probe breaks: a finding, not a traceback
+        return [Finding("llm endpoint", "failed", f"the {described.provider} provider could not probe "
+                        f"{described.endpoint} for {described.model}: {type(exc).__name__}",
+                        "check DOCSBOT_LLM_PROVIDER, OPENAI_BASE_URL and DOCSBOT_CHAT_MODEL")]
+    return [Finding(p.check, p.status, p.detail, p.fix) for p in found]
 
 
 def embedding_check(settings: Settings) -> tuple[Finding, Embedder | None]:

@@ -13,7 +13,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_valid
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from docsbot.settings_bounds import BOUNDS, LANGUAGE_TAG, LINK_PLACEHOLDERS, LINK_PRESETS, number
-from rag import Level, check_pattern
+from rag import Level, check_pattern, provider_names
 from rag import default_include
 
 __all__ = ["BOUNDS", "LINK_PLACEHOLDERS", "LINK_PRESETS", "Settings"]
@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     embedding_batch: int = 16
 
     chat_model: str = "gpt-4o-mini"
+    # The chat provider (rag/providers): `openai` is any OpenAI-compatible endpoint. Every provider
+    # reads the endpoint's key, URL and model from OPENAI_API_KEY, OPENAI_BASE_URL, DOCSBOT_CHAT_MODEL.
+    llm_provider: str = "openai"
     openai_api_key: SecretStr | None = Field(default=None, validation_alias=_env("OPENAI_API_KEY"))
     openai_base_url: str | None = Field(default=None, validation_alias=_env("OPENAI_BASE_URL"))
     llm_attempt_timeout_s: float = 20.0
@@ -155,6 +158,13 @@ class Settings(BaseSettings):
     def _rule_patterns(cls, value: dict[str, Level]) -> dict[str, Level]:
         for pattern in value:
             check_pattern(pattern)
+        return value
+
+    @field_validator("llm_provider", mode="after")
+    @classmethod
+    def _llm_provider(cls, value: str) -> str:
+        if value not in provider_names():
+            raise ValueError(f"unknown chat provider {value!r}: one of {', '.join(provider_names())}")
         return value
 
     @field_validator("docs_language", mode="after")

@@ -18,7 +18,11 @@ _EXPORTS: dict[str, str] = {
     "Level": "rag.levels",
     **dict.fromkeys(("SCOPE_MODES", "Scope"), "rag.scope"),
     "ExtractiveAnswerer": "rag.extractive",
-    **dict.fromkeys(("Generator", "OpenAIChat", "ProviderError", "TextSink", "make_generator"), "rag.generation"),
+    **dict.fromkeys(("Generator", "LLMChat", "ProviderError", "TextSink", "make_generator"), "rag.generation"),
+    # chat providers (DOCSBOT_LLM_PROVIDER)
+    **dict.fromkeys(("make_provider", "provider_names", "register_provider"), "rag.providers"),
+    **dict.fromkeys(("ChatProvider", "Description", "Failure", "MalformedReply", "ProbeFinding"),
+                    "rag.providers.protocol"),
     "PROMPT_VERSION": "rag.prompt",
     "fences_balanced": "rag.spans",
     # configuration
@@ -39,7 +43,6 @@ _EXPORTS: dict[str, str] = {
                      "split_owners"), "rag.owners"),
     **dict.fromkeys(("IndexStats", "Provenance", "apply_documents", "chunking_signature"), "rag.indexer"),
     "rebuild_index": "rag.rebuild",
-    **dict.fromkeys(("async_openai_client", "openai_client"), "rag.llm_clients"),
     **dict.fromkeys(("hidden_progress", "recording_to"), "rag.progress"),
     # embeddings
     **dict.fromkeys(("Embedder", "EmbeddingError", "LocalMiniLM", "bulk_threads", "length_batches", "make_embedder"),
@@ -53,7 +56,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("HYBRID", "SIGNALS", "Candidate", "Found", "Mode", "Retrieval", "rank", "search_lists"),
                     "rag.retrieval"),
 }
-_RENAMED = {"install_events": "install", "hidden_progress": "hidden"}
+_RENAMED = {"install_events": "install", "hidden_progress": "hidden", "register_provider": "register"}
 
 __all__ = sorted(_EXPORTS)
 
@@ -89,11 +92,13 @@ if TYPE_CHECKING:
     from rag.events import LLM_ERROR_KINDS, RagEvents
     from rag.events import install as install_events
     from rag.extractive import ExtractiveAnswerer
-    from rag.generation import Generator, OpenAIChat, ProviderError, TextSink, make_generator
+    from rag.generation import Generator, LLMChat, ProviderError, TextSink, make_generator
     from rag.indexer import IndexStats, Provenance, apply_documents, chunking_signature
     from rag.levels import Level
     from rag.owners import CodeOwners, Ownership, find_codeowners, front_matter_of, parse_codeowners, split_owners
-    from rag.llm_clients import async_openai_client, openai_client
+    from rag.providers import make_provider, provider_names
+    from rag.providers import register as register_provider
+    from rag.providers.protocol import ChatProvider, Description, Failure, MalformedReply, ProbeFinding
     from rag.progress import hidden as hidden_progress, recording_to
     from rag.prompt import PROMPT_VERSION
     from rag.rebuild import rebuild_index

@@ -85,7 +85,8 @@ class IndexConfig:
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """An OpenAI-compatible endpoint: chat (answers, follow-up rewrites) and embeddings."""
+    """The chat model's endpoint (answers, follow-up rewrites) through the provider named
+    `provider` (rag/providers), and an OpenAI-compatible endpoint's embeddings."""
 
     base_url: str | None
     api_key: str | None = field(repr=False)
@@ -96,6 +97,7 @@ class LLMConfig:
     max_tokens: int
     stream: bool
     followup_rewrite_timeout_s: float
+    provider: str = "openai"
 
     @property
     def enabled(self) -> bool:

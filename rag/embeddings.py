@@ -209,7 +209,7 @@ class OpenAIEmbedder:
     """Any OpenAI-compatible /embeddings endpoint (OpenAI, Azure, Ollama, vLLM)."""
 
     def __init__(self, config: EmbeddingConfig, endpoint: LLMConfig) -> None:
-        from rag.llm_clients import openai_client
+        from rag.providers.openai_clients import openai_client
 
         self._client = openai_client(endpoint, endpoint.attempt_timeout_s, endpoint.max_retries)
         self.name = config.model

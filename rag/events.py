@@ -5,7 +5,6 @@ application installs its own (docsbot counts them in Prometheus, docsbot/observa
 """
 from __future__ import annotations
 
-import asyncio
 from typing import Protocol
 
 
@@ -45,21 +44,3 @@ def install(events: RagEvents) -> None:
 def events() -> RagEvents:
     return _installed
 
-
-def llm_error_kind(exc: BaseException) -> str:
-    """timeout | 429 | 5xx | other, from an exception of the OpenAI client (or asyncio's timeout)."""
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in type(exc).__name__:
-        return "timeout"
-    status = getattr(exc, "status_code", None)
-    if status == 429:
-        return "429"
-    if isinstance(status, int) and status >= 500:
-        return "5xx"
-    return "other"
-
-
-def llm_failed(exc: BaseException) -> str:
-    """Report one failed LLM attempt; its kind."""
-    kind = llm_error_kind(exc)
-    _installed.llm_failed(kind)
-    return kind

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
-from rag.completion import MalformedReply, message_text
 from rag.config import LLMConfig
-from rag.llm_clients import AsyncChatClient
 from rag.prompt import neutralise
+from rag.providers import make_provider
+from rag.providers.protocol import MalformedReply, Messages, failure_of
 from rag.terms import content_terms
-
-if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletionMessageParam
 
 History = Sequence[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
 
@@ -48,36 +45,34 @@ def heuristic_query(question: str, history: History) -> str:
 
 
 class Rewriter:
-    """One chat call that turns a follow-up into a standalone query, bounded by its own timeout."""
+    """One chat call (the answers' provider, rag/providers) that turns a follow-up into a
+    standalone query, bounded by its own timeout."""
 
     def __init__(self, endpoint: LLMConfig) -> None:
-        self._chat = AsyncChatClient(endpoint)
-        self._model = endpoint.chat_model
+        self._provider = make_provider(endpoint)
         self._timeout = endpoint.followup_rewrite_timeout_s
 
     async def aclose(self) -> None:
-        await self._chat.aclose()
+        await self._provider.aclose()
 
     async def rewrite(self, question: str, history: History) -> str | None:
         """The standalone query, or None when the endpoint failed, timed out or said nothing."""
-        import openai  # here, not at the top: a command without an LLM endpoint never loads it (0.3-0.6 s)
-
         turns = "\n".join(f"{speaker}: {neutralise(text)}" for speaker, text in history[-6:])
-        messages: list[ChatCompletionMessageParam] = [
+        messages: Messages = [
             {"role": "system", "content": REWRITE_PROMPT},
             {"role": "user",
              "content": f"<thread>\n{turns}\n</thread>\n<question>\n{neutralise(question)}\n</question>"},
         ]
         try:
-            response = await asyncio.wait_for(
-                self._chat.client.chat.completions.create(
-                    model=self._model, messages=messages, temperature=0, max_tokens=80, timeout=self._timeout
-                ),
-                timeout=self._timeout + 0.5,
-            )
-            text = message_text(response).strip().splitlines()
-        except (asyncio.TimeoutError, openai.OpenAIError, MalformedReply, ValueError):  # ValueError: not JSON
+            reply = await asyncio.wait_for(self._provider.generate(messages, 80, self._timeout),
+                                           timeout=self._timeout + 0.5)
+        except MalformedReply:
             return None
+        except Exception as exc:
+            if failure_of(self._provider, exc) is None:
+                raise
+            return None
+        text = reply.strip().splitlines()
         return text[0].strip() if text and text[0].strip() else None
 
 

@@ -1,27 +1,27 @@
-"""Answer generation: any OpenAI-compatible chat endpoint, or the embedded extractive answerer.
+"""Answer generation: a chat model behind a provider (rag/providers), or the embedded extractive answerer.
 
 The extractive answerer (rag/extractive.py) needs no model and no key: it quotes the spans of
 the selected sources that answer the question, each with its citation. It cannot paraphrase,
 combine facts or reason. A model is given those same spans as its sources (rag/sourcing.py).
+Retries, deadlines and metrics are the same for every provider: they read its classification
+of each failure (rag/providers/protocol.py).
 """
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import random
 import time
-from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from tenacity import RetryCallState, retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 from tenacity.stop import stop_base
 
 from rag import events
-from rag.completion import MalformedReply, body_text, message_text, stream_pieces
 from rag.config import LLMConfig
 from rag.extractive import ExtractiveAnswerer
 from rag.prompt import Source, build_messages
-from rag.llm_clients import AsyncChatClient
+from rag.providers import make_provider
+from rag.providers.protocol import Failure, MalformedReply, TextSink, failure_of
 
 
 class ProviderError(RuntimeError):
@@ -30,9 +30,6 @@ class ProviderError(RuntimeError):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
-
-
-TextSink = Callable[[str], Awaitable[None]]  # receives the answer's text as it is generated
 
 
 class Generator(Protocol):
@@ -49,58 +46,32 @@ class Generator(Protocol):
         ...
 
 
-def retry_after_seconds(headers: object) -> float | None:
-    """Retry-After as seconds (delta-seconds or HTTP date), also OpenAI's retry-after-ms."""
-    get = getattr(headers, "get", None)
-    if get is None:
-        return None
-    if (ms := get("retry-after-ms")) is not None:
-        try:
-            return max(0.0, float(ms) / 1000)
-        except ValueError:
-            pass
-    value = get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
-
-
-def _transient() -> tuple[type[BaseException], ...]:
-    """Failures worth another attempt: the same request may well succeed a moment later. (openai is
-    imported where an endpoint is called: the extractive answerer's commands never load it, 0.3-0.6 s.)"""
-    import openai
-
-    return (asyncio.TimeoutError, openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
-            openai.InternalServerError)
-
-
 _BACKOFF = wait_exponential(multiplier=0.5)  # 0.5 s, 1 s, 2 s, … before the jitter
 
 
-def _failed_with(retry_state: RetryCallState) -> BaseException:
+class _Transient(Exception):
+    """An attempt failed in a way the next one may not (tenacity retries on it)."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.detail)
+        self.failure = failure
+
+
+def _failed_with(retry_state: RetryCallState) -> Failure:
     """What the attempt just made failed with (tenacity waits and sleeps only after a failure)."""
     exc = retry_state.outcome.exception() if retry_state.outcome else None
-    assert exc is not None
-    return exc
-
-
-def _retry_after(failure: BaseException | None) -> float | None:
-    """The provider's Retry-After on a failed attempt's response, if it sent one."""
-    return retry_after_seconds(getattr(getattr(failure, "response", None), "headers", None))
+    assert isinstance(exc, _Transient)
+    return exc.failure
 
 
 def _provider_wait(retry_state: RetryCallState) -> float:
     """The provider's Retry-After, else exponential backoff with up to 50% jitter."""
-    retry_after = _retry_after(_failed_with(retry_state))
+    retry_after = _failed_with(retry_state).retry_after
     return retry_after if retry_after is not None else _BACKOFF(retry_state) * (1 + random.random() / 2)
 
 
 def _count_retry(retry_state: RetryCallState) -> None:
-    events.events().llm_retried(events.llm_error_kind(_failed_with(retry_state)))
+    events.events().llm_retried(_failed_with(retry_state).kind)
 
 
 class _WaitPastDeadline(stop_base):
@@ -113,28 +84,28 @@ class _WaitPastDeadline(stop_base):
         return retry_state.upcoming_sleep > self.deadline - time.monotonic()
 
 
-def _unavailable(failure: BaseException | None) -> ProviderError:
+def _unavailable(failure: Failure | None) -> ProviderError:
     """The error when the attempts are spent or the deadline is reached: it names the last
     transient failure (None: the deadline passed before the first attempt) with its Retry-After."""
     if failure is None:
         return ProviderError("the AI service is unavailable (no attempt was made)")
-    return ProviderError(f"the AI service is unavailable ({_describe(failure)})", _retry_after(failure))
+    return ProviderError(f"the AI service is unavailable ({failure.detail})", failure.retry_after)
 
 
-class OpenAIChat:
-    """Chat completions with a per-attempt timeout, a total deadline, and bounded retries with
-    exponential backoff that honour Retry-After. A reply that is not a completion (garbage, an
-    HTML page, no choices, a stream that breaks off) is a ProviderError like an outage."""
+class LLMChat:
+    """A chat provider's completions with a per-attempt timeout, a total deadline, and bounded
+    retries with exponential backoff that honour Retry-After. A reply that is not a completion
+    (garbage, an HTML page, no choices, a stream that breaks off) is a ProviderError like an outage."""
 
     reads_spans = True
 
     def __init__(self, endpoint: LLMConfig) -> None:
-        self._chat = AsyncChatClient(endpoint)
-        self.name = endpoint.chat_model
+        self._provider = make_provider(endpoint)
+        self.name = self._provider.model
         self._endpoint = endpoint
 
     async def aclose(self) -> None:
-        await self._chat.aclose()
+        await self._provider.aclose()
 
     async def generate(
         self, question: str, sources: list[Source], history: list[tuple[str, str]], on_text: TextSink | None = None
@@ -145,14 +116,11 @@ class OpenAIChat:
         A transient failure is retried up to `max_retries` times, after the provider's Retry-After
         or a jittered exponential backoff, unless that wait would end past the total deadline;
         then the last failure is a ProviderError carrying its Retry-After."""
-        import openai
-
-        s = self._endpoint
-        transient = _transient()
+        s, provider = self._endpoint, self._provider
         messages = build_messages(question, sources, history)
         sink = on_text if s.stream else None
         emitted = False
-        failure: BaseException | None = None  # the last transient failure
+        failure: Failure | None = None  # the last transient failure
 
         async def emit(piece: str) -> None:
             nonlocal emitted
@@ -162,7 +130,7 @@ class OpenAIChat:
         deadline = time.monotonic() + s.total_timeout_s
 
         @retry(
-            retry=retry_if_exception_type(transient),
+            retry=retry_if_exception_type(_Transient),
             stop=stop_after_attempt(s.max_retries + 1) | _WaitPastDeadline(deadline),
             wait=_provider_wait,
             before_sleep=_count_retry,
@@ -177,68 +145,31 @@ class OpenAIChat:
             timeout = min(s.attempt_timeout_s, remaining)
             events.events().llm_attempt()
             try:
-                request = dict(model=self.name, messages=messages, temperature=0, max_tokens=s.max_tokens,
-                               timeout=timeout)
-                reply = self._whole(request) if sink is None else self._streamed(request, emit)
+                reply = (provider.generate(messages, s.max_tokens, timeout) if sink is None
+                         else provider.stream(messages, s.max_tokens, timeout, emit))
                 return await asyncio.wait_for(reply, timeout=timeout + 0.5)
-            except transient as exc:
-                events.llm_failed(exc)
-                if emitted:
-                    raise ProviderError(f"the AI service failed mid-answer ({_describe(exc)})") from None
-                failure = exc
-                raise
-            except openai.APIStatusError as exc:
-                events.llm_failed(exc)
-                raise ProviderError(f"the AI service refused the request ({_describe(exc)})") from None
-            except openai.OpenAIError as exc:
-                events.llm_failed(exc)
-                raise ProviderError(f"the AI service failed ({_describe(exc)})") from None
             except MalformedReply as exc:
-                events.llm_failed(exc)
+                events.events().llm_failed("other")
                 raise ProviderError(f"the AI service sent a malformed reply ({exc})") from None
+            except Exception as exc:
+                known = failure_of(provider, exc)
+                if known is None:
+                    raise
+                events.events().llm_failed(known.kind)
+                if known.outcome == "refused":
+                    raise ProviderError(f"the AI service refused the request ({known.detail})") from None
+                if known.outcome == "failed":
+                    raise ProviderError(f"the AI service failed ({known.detail})") from None
+                if emitted:
+                    raise ProviderError(f"the AI service failed mid-answer ({known.detail})") from None
+                failure = known
+                raise _Transient(known) from exc
 
         try:
             return await attempt()
-        except transient as exc:
-            raise _unavailable(exc) from None
-
-    async def _whole(self, request: dict) -> str:
-        """One completion, not streamed."""
-        try:
-            response = await self._chat.client.chat.completions.create(**request)
-        except ValueError as exc:  # a JSON body that is not JSON (or not UTF-8)
-            raise MalformedReply(f"not JSON ({type(exc).__name__})") from None
-        return message_text(response)
-
-    async def _streamed(self, request: dict, emit: TextSink) -> str:
-        """One streamed completion: every text delta goes to `emit`; returns the whole text.
-
-        An endpoint that ignores `stream` answers with one JSON body: its text is returned (not
-        emitted), and the next request is streamed again. A stream that ends before a
-        finish_reason broke off: the text so far is not an answer."""
-        parts: list[str] = []
-        async with await self._chat.client.chat.completions.create(**request, stream=True) as stream:
-            if "json" in stream.response.headers.get("content-type", ""):
-                return body_text(await stream.response.aread())
-            async for piece, finished in stream_pieces(stream):
-                if piece:
-                    parts.append(piece)
-                    await emit(piece)
-                if finished:
-                    return "".join(parts)
-        raise MalformedReply("the stream ended before the answer did")
-
-
-def _describe(exc: BaseException) -> str:
-    import openai
-
-    status = getattr(exc, "status_code", None)
-    if isinstance(exc, asyncio.TimeoutError) or isinstance(exc, openai.APITimeoutError):
-        return "timed out"
-    if isinstance(exc, openai.APIConnectionError):
-        return "connection failed"
-    return f"HTTP {status}" if status else type(exc).__name__
+        except _Transient as exc:
+            raise _unavailable(exc.failure) from None
 
 
 def make_generator(endpoint: LLMConfig) -> Generator:
-    return OpenAIChat(endpoint) if endpoint.enabled else ExtractiveAnswerer()
+    return LLMChat(endpoint) if endpoint.enabled else ExtractiveAnswerer()

@@ -9,7 +9,7 @@ from docsbot.settings import Settings
 from docsbot.wiring import rag_config
 from rag.engine import Engine
 from rag.followup import REWRITE_PROMPT
-from rag.generation import ExtractiveAnswerer, OpenAIChat
+from rag.generation import ExtractiveAnswerer, LLMChat
 from rag.levels import Level
 from rag.retrieval import fill_rows
 from rag.store.search import Store
@@ -96,7 +96,7 @@ async def test_standalone_question_in_a_thread_is_not_mixed_with_the_previous_on
 def llm_engine(sample_engine: Engine, openai_standin, **overrides) -> Engine:
     config = rag_config(make_settings(sample_engine.config.index.data_dir, openai_base_url=openai_standin.base_url,
                                       **overrides))
-    return Engine(config, sample_engine.store, sample_engine.embedder, OpenAIChat(config.llm))
+    return Engine(config, sample_engine.store, sample_engine.embedder, LLMChat(config.llm))
 
 
 async def test_follow_up_is_rewritten_by_the_llm_then_answered(sample_engine: Engine, openai_standin):

@@ -6,7 +6,8 @@ import pytest
 from docsbot.wiring import llm_config
 from rag.check import check_answer
 from rag.engine import Engine
-from rag.generation import ExtractiveAnswerer, OpenAIChat, ProviderError, retry_after_seconds
+from rag.generation import ExtractiveAnswerer, LLMChat, ProviderError
+from rag.providers.protocol import retry_after_seconds
 from rag.levels import Level
 from rag.procedures import widen
 from rag.prompt import DECLINE_MARKER, REMINDER, Source, build_messages, select_sources
@@ -17,9 +18,9 @@ from eval.standins.openai_server import Failure
 SOURCES = [Source(1, "Deploy Policy", "Deploy windows", "No deploys on Fridays.")]
 
 
-def chat(openai_standin, tmp_path, **overrides) -> OpenAIChat:
+def chat(openai_standin, tmp_path, **overrides) -> LLMChat:
     settings = make_settings(tmp_path, openai_base_url=openai_standin.base_url, **overrides)
-    return OpenAIChat(llm_config(settings))
+    return LLMChat(llm_config(settings))
 
 
 async def test_prompt_carries_numbered_sources_history_and_question(openai_standin, tmp_path):
@@ -68,7 +69,7 @@ async def test_client_error_is_not_retried(openai_standin, tmp_path):
 
 
 async def test_unreachable_endpoint_is_provider_error(tmp_path):
-    client = OpenAIChat(llm_config(make_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_max_retries=1)))
+    client = LLMChat(llm_config(make_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_max_retries=1)))
     with pytest.raises(ProviderError, match="connection failed"):
         await client.generate("q", SOURCES, [])
 

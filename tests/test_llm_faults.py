@@ -19,7 +19,7 @@ from rag.answer import ABSTAIN_MESSAGES
 from rag.check import LINK_REMOVED, StreamGate, inert, links_in, without_foreign_links
 from rag.engine import Engine
 from rag.followup import Rewriter
-from rag.generation import OpenAIChat, ProviderError
+from rag.generation import LLMChat, ProviderError
 from rag.levels import Level
 from rag.prompt import Source, looks_injected, select_sources
 from tests.support.settings import make_settings
@@ -36,8 +36,8 @@ CITED = (f"Open {PORTAL} and log in with Okta [1]. If that fails, use [the backu
 SOURCES = [Source(1, "Deploy Policy", "Deploy windows", "No deploys on Fridays.")]
 
 
-def chat(standin: OpenAIStandIn, tmp_path: Path, **overrides: object) -> OpenAIChat:
-    return OpenAIChat(llm_config(make_settings(tmp_path, openai_base_url=standin.base_url, llm_max_retries=0,
+def chat(standin: OpenAIStandIn, tmp_path: Path, **overrides: object) -> LLMChat:
+    return LLMChat(llm_config(make_settings(tmp_path, openai_base_url=standin.base_url, llm_max_retries=0,
                                                **overrides)))
 
 

@@ -7,7 +7,7 @@ import re
 
 from docsbot.wiring import llm_config
 from rag.engine import Engine
-from rag.generation import OpenAIChat
+from rag.generation import LLMChat
 from rag.levels import Level
 from rag.prompt import Source
 from rag.sourcing import span_sources
@@ -22,7 +22,7 @@ _SOURCE = re.compile(r'<source n="(\d+)" title="([^"]*)">\n(.*?)\n</source>', re
 async def prompted(engine: Engine, standin: OpenAIStandIn, tmp_path, question: str, level: Level,
                    reply: str = "See the runbook [1].") -> tuple[list[tuple[int, str, str]], object]:
     """The sources (n, title, text) of the prompt the stand-in got for `question`, and the answer."""
-    engine.generator = OpenAIChat(llm_config(make_settings(tmp_path, openai_base_url=standin.base_url)))
+    engine.generator = LLMChat(llm_config(make_settings(tmp_path, openai_base_url=standin.base_url)))
     standin.reply = lambda messages: reply
     answer = await engine.ask(question, level)
     chats = [body for path, body, _ in standin.requests if path.endswith("/chat/completions")]

@@ -18,7 +18,7 @@ from alembic.script import ScriptDirectory
 from docsbot.wiring import llm_config
 from eval.repos import commit_files
 from rag import Answer, Diagnostics
-from rag.generation import OpenAIChat, ProviderError
+from rag.generation import LLMChat, ProviderError
 from rag.prompt import Source
 from state.answers import AnswerLog
 from state.db import _wal, alembic_config, migrate
@@ -34,8 +34,8 @@ T = TypeVar("T")
 SOURCES = [Source(1, "Deploy Policy", "Deploy windows", "No deploys on Fridays.")]
 
 
-def chat(standin: OpenAIStandIn, tmp_path: Path, **overrides: object) -> OpenAIChat:
-    return OpenAIChat(llm_config(make_settings(tmp_path, openai_base_url=standin.base_url, **overrides)))
+def chat(standin: OpenAIStandIn, tmp_path: Path, **overrides: object) -> LLMChat:
+    return LLMChat(llm_config(make_settings(tmp_path, openai_base_url=standin.base_url, **overrides)))
 
 
 def arrivals(standin: OpenAIStandIn) -> list[float]:

@@ -13,7 +13,7 @@ from docsbot.wiring import llm_config
 from docsbot.settings import Settings
 from rag.answer import ABSTAIN_MESSAGES
 from rag.engine import Engine
-from rag.generation import OpenAIChat
+from rag.generation import LLMChat
 from rag.prompt import Source
 from tests.support.settings import make_settings
 from tests.support.slack import VPN, answers, chat_methods, mention, model_settings, streamed_text, with_model
@@ -97,7 +97,7 @@ async def test_an_endpoint_that_once_answers_with_one_body_is_still_streamed_the
 ) -> None:
     openai_standin.streams = False  # answers `"stream": true` with one JSON body
     openai_standin.reply = lambda messages: "Fine, no deploys on Friday [1]"
-    chat = OpenAIChat(llm_config(make_settings(tmp_path, openai_base_url=openai_standin.base_url, llm_max_retries=0)))
+    chat = LLMChat(llm_config(make_settings(tmp_path, openai_base_url=openai_standin.base_url, llm_max_retries=0)))
     pieces: list[str] = []
 
     async def sink(piece: str) -> None:

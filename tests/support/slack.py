@@ -18,7 +18,7 @@ BREAK_GLASS = "who approves break-glass access to the production database?"
 
 
 def model_settings(settings: Settings, standin: OpenAIStandIn, **overrides: Any) -> Settings:
-    """`settings` answering through the OpenAI stand-in (OpenAIChat over real HTTP)."""
+    """`settings` answering through the OpenAI stand-in (LLMChat over real HTTP)."""
     return settings.model_copy(update={"openai_base_url": standin.base_url, "llm_max_retries": 0,
                                        "llm_attempt_timeout_s": 10.0, **overrides})
 

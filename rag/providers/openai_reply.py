@@ -1,4 +1,4 @@
-"""An OpenAI-compatible endpoint's reply, read without trusting its shape.
+"""An OpenAI-compatible endpoint's reply, read without trusting its shape (rag/providers/openai_compatible.py).
 
 The client hands on whatever came back: a completion object, the text of an HTML page, JSON with
 no `choices`, a chunk whose `delta` is null. These functions return the text, or raise
@@ -10,12 +10,10 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from rag.providers.protocol import MalformedReply
+
 if TYPE_CHECKING:  # only an LLM endpoint's client uses it: an extractive answer never imports openai
     import openai
-
-
-class MalformedReply(Exception):
-    """The endpoint answered, but not with a chat completion."""
 
 
 def _field(value: object, name: str) -> object:

@@ -1,4 +1,4 @@
-"""The one place an OpenAI client is built (chat, follow-up rewrites, embeddings, the doctor's probe).
+"""The one place an OpenAI client is built (the OpenAI-compatible chat provider and its probe, embeddings).
 
 Retries are off unless asked for: the chat callers bound their own retries and deadlines.
 """

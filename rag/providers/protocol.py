@@ -1,0 +1,122 @@
+"""What a chat provider is to the rest of `rag`: one request at a time, and what its failures mean.
+
+Retries, deadlines, metrics and the extractive fallback (rag/generation.py) and the follow-up
+rewriter (rag/followup.py) only speak this protocol: a provider turns messages into text with its
+own client and wire format, and says of each of its exceptions whether another attempt may help.
+"""
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+Messages = list[dict[str, str]]  # {"role": "system" | "user" | "assistant", "content": text}, in order
+TextSink = Callable[[str], Awaitable[None]]  # receives the answer's text as it is generated
+
+
+class MalformedReply(Exception):
+    """The endpoint answered, but not with a chat completion."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A provider's exception as the retry logic reads it.
+
+    outcome: `transient` (the same request may well succeed a moment later: a timeout, no
+    connection, 429, 5xx), `refused` (the endpoint answered with an error status: another try
+    gets the same), `failed` (anything else the client raised). `detail` is what an error message
+    says of it ("timed out", "connection failed", "HTTP 503"); `status` the HTTP status, if any;
+    `retry_after` the endpoint's hint in seconds, if it sent one."""
+
+    outcome: Literal["transient", "refused", "failed"]
+    detail: str
+    status: int | None = None
+    retry_after: float | None = None
+    timed_out: bool = False
+
+    @property
+    def kind(self) -> str:
+        """timeout | 429 | 5xx | other: the metrics' label (rag/events.py LLM_ERROR_KINDS)."""
+        if self.timed_out:
+            return "timeout"
+        if self.status == 429:
+            return "429"
+        return "5xx" if self.status is not None and self.status >= 500 else "other"
+
+
+@dataclass(frozen=True)
+class ProbeFinding:
+    """One line of `docsbot doctor` about the provider: ok, warning or failed, and the fix."""
+
+    check: str
+    status: Literal["ok", "warning", "failed"]
+    detail: str
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class Description:
+    """The provider as `docsbot doctor` shows it; `probe(timeout_s)` asks the endpoint whether it
+    works as configured, at the cost of at most a one-token completion."""
+
+    provider: str
+    endpoint: str
+    model: str
+    probe: Callable[[float], list[ProbeFinding]]
+
+
+class ChatProvider(Protocol):
+    """One chat model behind one endpoint. `generate` and `stream` make one attempt each, bounded
+    by `timeout` seconds; a reply that is not a completion raises MalformedReply."""
+
+    model: str
+
+    async def generate(self, messages: Messages, max_tokens: int, timeout: float) -> str:
+        """The whole reply's text."""
+        ...
+
+    async def stream(self, messages: Messages, max_tokens: int, timeout: float, emit: TextSink) -> str:
+        """The reply's text, each piece passed to `emit` as it arrives (an endpoint that ignores
+        streaming may return the whole text without emitting it)."""
+        ...
+
+    def classify(self, exc: BaseException) -> Failure | None:
+        """What one of this provider's exceptions means; None: not the provider's (a bug, raised on)."""
+        ...
+
+    def describe(self) -> Description:
+        ...
+
+    async def aclose(self) -> None:
+        """Close the connections (the client reopens on next use)."""
+        ...
+
+
+def failure_of(provider: ChatProvider, exc: BaseException) -> Failure | None:
+    """The provider's reading of `exc`; a caller's own timeout (asyncio's) is transient for any."""
+    if isinstance(exc, asyncio.TimeoutError):
+        return Failure("transient", "timed out", timed_out=True)
+    return provider.classify(exc)
+
+
+def retry_after_seconds(headers: object) -> float | None:
+    """Retry-After as seconds (delta-seconds or HTTP date), also OpenAI's retry-after-ms."""
+    get = getattr(headers, "get", None)
+    if get is None:
+        return None
+    if (ms := get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
