@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from bot import surfaces
 from docsbot.observability import metrics
 from state.db import StateUnavailable
 
@@ -116,6 +117,7 @@ def standard_checks(services: Services) -> dict[str, Check]:
 
 def health_routes(services: Services, readiness: Readiness) -> list[web.RouteDef]:
     work = services.work
+    metrics.declare_surfaces(surfaces.NAMES)
     metrics.QUEUE_DEPTH.set_function(lambda: work.pending)
     metrics.QUEUE_WAITING.set_function(lambda: services.answerer.queue.depth)
 
