@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from agents import SURFACE
 from docsbot.observability import metrics
 from rag import ABSTAIN_MESSAGES, Answer, Candidate, Citation, EmbeddingError, Engine, Level, StoreError
 
@@ -68,7 +69,7 @@ class DocsTools:
         """What `docsbot ask --json` prints for this question at the caller's level; logged
         privately (state/gaps.py counts it by level and never shows it to anyone)."""
         answer = await self.engine.ask(_checked(question, "question"), caller.level)
-        metrics.observe_answer("mcp", answer.answered, answer.abstain_reason, answer.diagnostics.timings_ms)
+        metrics.observe_answer(SURFACE, answer.answered, answer.abstain_reason, answer.diagnostics.timings_ms)
         if self.record is not None:
             await self.record(answer, caller)
         return answer.to_json()

@@ -129,7 +129,7 @@ def web_app(bot: DocsBot, guard: ConnectionGuard | None = None) -> web.Applicati
                                       middlewares=([guard.middleware()] if guard else []) + middlewares)
     web_application.add_routes([
         web.post(EVENTS_PATH, _events_handler(bot)),
-        *health_routes(bot),
+        *health_routes(bot.services, bot.readiness),
         *bot.routes,
     ])
     return web_application

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from bot import surfaces
 from docsbot.observability import metrics
 from state.db import StateUnavailable
 
 if TYPE_CHECKING:
-    from bot.app import DocsBot
     from bot.services import Services
     from rag import Engine
 
@@ -115,10 +115,11 @@ def standard_checks(services: Services) -> dict[str, Check]:
     return checks
 
 
-def health_routes(bot: DocsBot) -> list[web.RouteDef]:
-    work, readiness = bot.services.work, bot.readiness
+def health_routes(services: Services, readiness: Readiness) -> list[web.RouteDef]:
+    work = services.work
+    metrics.declare_surfaces(surfaces.NAMES)
     metrics.QUEUE_DEPTH.set_function(lambda: work.pending)
-    metrics.QUEUE_WAITING.set_function(lambda: bot.services.answerer.queue.depth)
+    metrics.QUEUE_WAITING.set_function(lambda: services.answerer.queue.depth)
 
     async def healthz(request: web.Request) -> web.Response:
         return web.json_response({"ok": True, "answers_in_progress": work.pending})
@@ -129,7 +130,7 @@ def health_routes(bot: DocsBot) -> list[web.RouteDef]:
         return web.json_response(body, status=503 if problems else 200)
 
     async def metrics_page(request: web.Request) -> web.Response:
-        await _run(lambda: asyncio.to_thread(index_status, bot.services.engine))  # fresh index gauges
+        await _run(lambda: asyncio.to_thread(index_status, services.engine))  # fresh index gauges
         body, content_type = metrics.exposition()
         return web.Response(body=body, headers={"Content-Type": content_type})
 

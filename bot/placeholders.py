@@ -37,7 +37,7 @@ class Placeholder:
 
     channel: str
     thread_ts: str | None
-    surface: str  # mention | dm | command | assistant (metrics, and the restart note's count)
+    surface: str  # a name in bot/surfaces.NAMES (metrics, and the restart note's count)
     ts: str | None = None
     shown: str = ""  # the text it shows now
     tried: bool = False  # its first post was tried (or left to bot.progress)

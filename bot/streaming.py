@@ -11,7 +11,7 @@ abstention when the citations did not hold.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_chat_stream import AsyncChatStream
@@ -19,17 +19,30 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks
 
-if TYPE_CHECKING:
-    from bot.answering import Question
-
 log = logging.getLogger(__name__)
 
 _BUFFER_CHARS = 256  # text gathered per Web API call (Slack rate-limits appendStream)
 _ERRORS = (SlackApiError, SlackClientError, OSError, TimeoutError)
 
 
+class StreamTarget(Protocol):
+    """Where a reply streams, and to whom (bot.answering's Question, which imports this module)."""
+
+    @property
+    def channel(self) -> str: ...
+
+    @property
+    def thread_ts(self) -> str | None: ...
+
+    @property
+    def user(self) -> str: ...
+
+    @property
+    def team(self) -> str: ...
+
+
 class StreamedReply:
-    def __init__(self, client: AsyncWebClient, q: "Question", enabled: bool) -> None:
+    def __init__(self, client: AsyncWebClient, q: StreamTarget, enabled: bool) -> None:
         self.client = client
         self.q = q
         self.enabled = enabled

@@ -82,6 +82,7 @@ async def watch_and_sync(settings: Settings) -> None:
     import asyncio
     import signal
 
+    from bot.surfaces import NAMES
     from docsbot.observability import metrics
     from docsbot.wiring import sync_config
     from state.opening import open_state
@@ -89,6 +90,7 @@ async def watch_and_sync(settings: Settings) -> None:
     from sync.worker import SyncWorker
 
     if settings.metrics_port:
+        metrics.declare_surfaces(NAMES)  # the series the bot's /metrics has: a sum over both sees each surface
         try:
             metrics.serve_metrics(settings.metrics_port)
             log.info("metrics at http://0.0.0.0:%d/metrics", settings.metrics_port)

@@ -13,9 +13,9 @@ from typing import Any
 
 import aiohttp
 import pytest
-from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
+from bot import surfaces
 from bot.local import demo
 from eval.bench_acks import free_port
 from bot.deliveries import buttons
@@ -23,7 +23,9 @@ from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import Failure
 from docsbot.cli import load_settings
 from docsbot.errors import UserError
+from docsbot.observability.metrics import FAILURES
 from docsbot.settings import Settings
+from rag import ABSTAIN_MESSAGES
 from rag.engine import Engine
 from eval.repos import commit_files
 from tests.support.settings import REPO
@@ -230,13 +232,31 @@ async def test_the_sync_worker_serves_its_metrics(tmp_path: Path) -> None:
     assert total(samples, "docsbot_index_chunks") == 2
     assert 0 <= total(samples, "docsbot_seconds_since_last_successful_sync") < 90
     assert 0 <= total(samples, "docsbot_index_commit_age_seconds") < 300
+    # the question series of every surface, as on the bot's /metrics, at 0
+    assert {dict(ls)["surface"] for name, ls in samples if name == "docsbot_questions_total"} == set(surfaces.NAMES)
+    assert total(samples, "docsbot_questions_total") == 0
 
 
-def test_the_dashboard_only_queries_series_that_exist() -> None:
+async def test_every_surface_has_its_series_from_the_start(sample_engine: Engine, settings: Settings) -> None:
+    """Each name bot/surfaces.py declares (the MCP tools' too) has every question series and its
+    first-reply histogram on the bot's /metrics before its first question, so a rate() sees it."""
+    async with local_slack(settings, sample_engine) as local:
+        samples = await scrape(local)
+    outcomes = {("answered", "")} | {("abstained", r) for r in ABSTAIN_MESSAGES} | {("failed", r) for r in FAILURES}
+    for surface in surfaces.NAMES:
+        series = {(labels["outcome"], labels["reason"]) for name, ls in samples
+                  if name == "docsbot_questions_total" and (labels := dict(ls))["surface"] == surface}
+        assert outcomes <= series, (surface, outcomes - series)
+        assert ("docsbot_event_to_first_reply_seconds_count", (("surface", surface),)) in samples, surface
+
+
+async def test_the_dashboard_only_queries_series_that_exist(sample_engine: Engine, settings: Settings) -> None:
     dashboard = json.loads((REPO / "dashboards" / "docsbot.json").read_text())
     exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
     used = {name for expr in exprs for name in re.findall(r"docsbot_[a-z_]+", expr)}
-    exposed = {sample.name for family in REGISTRY.collect() for sample in family.samples} | {
+    async with local_slack(settings, sample_engine) as local:
+        scraped = await scrape(local)
+    exposed = {name for name, _ in scraped} | {
         "docsbot_slack_api_errors_total",  # no sample before the first error
         "docsbot_unanswered_ratio"}  # one per docs area, from the bot's first hourly refresh
     assert used and used <= exposed, used - exposed

@@ -23,8 +23,7 @@ from prometheus_client.registry import Collector
 from rag import ABSTAIN_MESSAGES, LLM_ERROR_KINDS, install_events
 from sync.events import install as install_sync_events
 
-# -- questions -----------------------------------------------------------------------------------
-SURFACES = ("mention", "dm", "command", "assistant", "followup", "mcp")
+# -- questions (`surface`: the names in bot/surfaces.py, handed to declare_surfaces) -------------
 QUESTIONS = Counter(
     "docsbot_questions_total", "Questions by surface and outcome (answered, abstained, failed) with the reason",
     ["surface", "outcome", "reason"],
@@ -84,14 +83,8 @@ FAILURES = ("error", "restarted", "orphaned", "rate_limited", "busy")
 
 def _declare_series() -> None:
     """Every bounded label combination exists from the start at 0, so a rate() or an alert on
-    a series sees it before its first event (Slack errors are the one open-ended set)."""
-    for surface in SURFACES:
-        QUESTIONS.labels(surface, "answered", "")
-        for reason in ABSTAIN_MESSAGES:
-            QUESTIONS.labels(surface, "abstained", reason)
-        for reason in FAILURES:
-            QUESTIONS.labels(surface, "failed", reason)
-        FIRST_REPLY_SECONDS.labels(surface)
+    a series sees it before its first event (Slack errors are the one open-ended set); the
+    surfaces' series wait for declare_surfaces."""
     for stage in STAGES:
         STAGE_SECONDS.labels(stage)
     for vote in ("up", "down"):
@@ -109,6 +102,20 @@ def _declare_series() -> None:
 
 
 _declare_series()
+
+
+def declare_surfaces(names: Iterable[str]) -> None:
+    """Each surface's question series at 0, like _declare_series's: the names come from the
+    surfaces (bot/surfaces.py), a layer above this one, through the process that serves /metrics."""
+    for surface in names:
+        QUESTIONS.labels(surface, "answered", "")
+        for reason in ABSTAIN_MESSAGES:
+            QUESTIONS.labels(surface, "abstained", reason)
+        for reason in FAILURES:
+            QUESTIONS.labels(surface, "failed", reason)
+        FIRST_REPLY_SECONDS.labels(surface)
+
+
 _index_times: dict[str, float] = {}
 # Held while a sync publishes its series and while a scrape reads them, so a scrape sees a sync
 # whole or not at all (never a counted run beside the index gauges of the index before it).

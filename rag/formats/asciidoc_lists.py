@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from rag.formats.asciidoc_syntax import (
     ANCHOR,
@@ -14,6 +13,7 @@ from rag.formats.asciidoc_syntax import (
     COLIST,
     DLIST,
     TITLE,
+    BlockParsing,
     Meta,
     delimiter_kind,
     flat,
@@ -23,10 +23,6 @@ from rag.formats.asciidoc_syntax import (
     read_delimited,
 )
 from rag.formats.model import Block
-
-if TYPE_CHECKING:
-    from rag.formats.asciidoc_blocks import BlockParser
-
 
 @dataclass
 class _Item:
@@ -39,7 +35,7 @@ class _Item:
 class ListReader:
     """Reads one list (all its items, nested lists and attached blocks) for a BlockParser."""
 
-    def __init__(self, parser: BlockParser) -> None:
+    def __init__(self, parser: BlockParsing) -> None:
         self.parser = parser
 
     def read(self, lines: list[str], i: int, meta: Meta) -> tuple[list[Block], int]:

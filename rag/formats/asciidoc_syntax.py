@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from rag.formats.asciidoc_inline import code_span
 from rag.formats.model import Block
@@ -78,6 +79,22 @@ class Meta:
                 self.id = part[1:]
             elif part.startswith("%"):
                 self.options.add(part[1:])
+
+
+class BlockParsing(Protocol):
+    """What the list and table readers call back on the block parser (asciidoc_blocks.py), for
+    an item's or a cell's own blocks and inline text: the block parser imports the readers, so
+    they name it through this."""
+
+    def text(self, raw: str, plain: bool = False) -> str: ...
+
+    def parse(self, lines: list[str], top: bool = False) -> list[Block | Heading]: ...
+
+    def paragraph_lines(self, lines: list[str], i: int, in_list: bool = False) -> tuple[list[str], int]: ...
+
+    def inline_lines(self, lines: list[str], hardbreaks: bool = False) -> str: ...
+
+    def titled(self, block: Block, meta: Meta) -> Block: ...
 
 
 def delimiter_kind(line: str) -> str:

@@ -11,15 +11,10 @@ from __future__ import annotations
 import csv
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from rag.formats.asciidoc_inline import code_span
-from rag.formats.asciidoc_syntax import cell_text
+from rag.formats.asciidoc_syntax import BlockParsing, Meta, cell_text
 from rag.formats.model import Block
-
-if TYPE_CHECKING:
-    from rag.formats.asciidoc_blocks import BlockParser
-    from rag.formats.asciidoc_syntax import Meta
 
 _SPEC_END = re.compile(r"(?:^|(?<=[ \t\n]))(?:(\d+)?(?:\.(\d+))?([*+]))?(?:[<^>]?(?:\.[<^>])?)?([adehlmsv])?$")
 _COL = re.compile(r"^(?:(\d+)\*)?(?:[<^>]?(?:\.[<^>])?)?(?:\d+%?|~)?([adehlmsv])?$")
@@ -111,7 +106,7 @@ def _delimited(lines: list[str], sep: str) -> list[list[str]]:
     return [line.split(sep) for line in lines if line.strip()]
 
 
-def table(parser: BlockParser, lines: list[str], meta: Meta, mark: str) -> Block:
+def table(parser: BlockParsing, lines: list[str], meta: Meta, mark: str) -> Block:
     fmt = meta.named.get("format", {",": "csv", ":": "dsv"}.get(mark, "psv"))
     styles = _columns(meta.named.get("cols", ""))
     options = meta.options | {o.strip() for o in meta.named.get("options", "").split(",")}
@@ -136,7 +131,7 @@ def table(parser: BlockParser, lines: list[str], meta: Meta, mark: str) -> Block
     return Block("table", "\n".join(out))
 
 
-def _cell(parser: BlockParser, cell: _Cell | None, styles: list[str], column: int, in_header: bool) -> str:
+def _cell(parser: BlockParsing, cell: _Cell | None, styles: list[str], column: int, in_header: bool) -> str:
     if cell is None:
         return ""
     style = cell.style or (styles[column] if column < len(styles) else "")
