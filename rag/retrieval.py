@@ -230,12 +230,13 @@ def fuse(lists: Sequence[RankedList], query: np.ndarray, rrf_k: int, doc_share: 
         if ranked.weight <= 0:
             continue
         doc_ranks: dict[str, int] = {}
+        shared = tied_ranks([hit.score for hit in ranked.hits])
         for rank, hit in enumerate(ranked.hits):
             cand = merged.get(hit.row["chunk_id"])
             if cand is None:
                 cand = Candidate(hit.row, hit.vector, float(hit.vector @ query), 0.0)
                 merged[cand.chunk_id] = cand
-            cand.fused += ranked.weight / (rrf_k + rank + 1)
+            cand.fused += ranked.weight / (rrf_k + shared[rank] + 1)
             cand.ranks[ranked.name] = rank
             doc = hit.row["doc_path"]
             if doc not in doc_ranks:
@@ -245,6 +246,19 @@ def fuse(lists: Sequence[RankedList], query: np.ndarray, rrf_k: int, doc_share: 
         for cand in merged.values():
             cand.fused = (1 - doc_share) * cand.fused + doc_share * doc_scores[cand.row["doc_path"]]
     return sorted(merged.values(), key=lambda c: -c.fused)
+
+
+def tied_ranks(scores: Sequence[float]) -> list[float]:
+    """The rank each hit counts at in the fusion, best first: equal scores share the mean of their
+    positions, so two pages that tie (the runbooks' two control-plane memory alerts score the same
+    for "etcd members are down…") weigh the same whichever of them a store lists first."""
+    ranks = [float(position) for position in range(len(scores))]
+    start = 0
+    for end in range(1, len(scores) + 1):
+        if end == len(scores) or scores[end] != scores[start]:
+            ranks[start:end] = [(start + end - 1) / 2] * (end - start)
+            start = end
+    return ranks
 
 
 def mmr(candidates: list[Candidate], k: int, lam: float, per_doc: int = 0) -> list[Candidate]:

@@ -15,7 +15,7 @@ from rag.check import renumber
 from rag.followup import heuristic_query, looks_context_dependent
 from rag.procedures import number_fit
 from rag.kinds import fits_kind, question_kind
-from rag.retrieval import DENSE, TEXT, RankedList, fuse, list_weights, mmr
+from rag.retrieval import DENSE, TEXT, RankedList, fuse, list_weights, mmr, tied_ranks
 from rag.store import Hit
 from rag.terms import content_terms, question_terms
 from tests.support.settings import make_settings
@@ -125,3 +125,13 @@ def test_answerability_file_is_checked(tmp_path: Path) -> None:
     with pytest.raises(answerability.AnswerabilityError, match="bad.json"):
         answerability.load(bad)
     assert answerability.NEUTRAL.answerable({})[0]
+
+
+def test_tied_scores_weigh_the_same_whichever_a_store_lists_first() -> None:
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    best, first, second = (hit("c1", "c.md", [1, 0.3], 5.0), hit("a1", "a.md", [1, 0.1], 4.76),
+                           hit("b1", "b.md", [1, 0.2], 4.76))
+    for listed in ([best, first, second], [best, second, first]):
+        fused = {c.chunk_id: c.fused for c in fuse([RankedList(TEXT, listed, 1.5)], query, 10)}
+        assert fused["a1"] == fused["b1"] == 1.5 / (10 + 1.5 + 1) and fused["c1"] == 1.5 / 11
+    assert tied_ranks([5.0, 4.0, 4.0, 4.0, 3.0]) == [0, 2, 2, 2, 4]
