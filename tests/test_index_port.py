@@ -11,7 +11,8 @@ import pyarrow as pa
 import pytest
 
 from rag import Index, IndexConfig, WriteRefused, open_index
-from rag.retrieval import DENSE, TEXT, search_lists
+from rag.retrieval import search_lists
+from rag.signals import DENSE, SIGNALS, TEXT, FullText
 from rag.store import IndexMissing, chunk_schema
 from rag.store.schema import ROW_DEFAULTS
 
@@ -175,3 +176,17 @@ async def test_equal_scores_come_out_in_chunk_id_order_whatever_the_rows_order(i
         lists = await search_lists(index, same[0] / np.linalg.norm(same[0]), "redis page", 0, 5)
         found.append({name: [hit.row["chunk_id"] for hit in hits] for name, hits in lists.items()})
     assert found[0] == found[1] == {DENSE: ["a.md#0", "b.md#0"], TEXT: ["a.md#0", "b.md#0"]}
+
+
+async def test_the_searches_are_the_signals_given(index: Index) -> None:
+    """`search_lists` runs each list it is given, in their order: a third is one Signal object more
+    (here a second full-text list under its own name), and its mode searches it alone."""
+    index.write(pa.concat_tables([rows("a.md", 2, words="rollback"), rows("b.md", 2)]), None)
+    vector = RNG.standard_normal(DIM).astype(np.float32)
+    signals = (*SIGNALS, FullText("again", 1.0))
+    found = await search_lists(index, vector / np.linalg.norm(vector), "rollback", 0, 5, signals=signals)
+    assert list(found) == [DENSE, TEXT, "again"] and len(found[DENSE]) == 4
+    assert [h.row["chunk_id"] for h in found["again"]] == [h.row["chunk_id"] for h in found[TEXT]] == ["a.md#0",
+                                                                                                    "a.md#1"]
+    alone = await search_lists(index, vector, "rollback", 0, 5, "again", signals=signals)
+    assert list(alone) == ["again"]
