@@ -2,7 +2,8 @@
 fusion weight, its search, and how its weight adapts to the query. `SIGNALS` is the one list of
 them; fusion, the modes (a list searched alone), the settings (DOCSBOT_LIST_WEIGHTS, keyed by
 name), the eval's comparison and the sweep iterate it and never name a list. Another list, say
-one searching the pages' titles, is one entry here.
+one searching the pages' titles, is one entry here (a FullText over `title`), plus its column's
+line in rag/store/schema.py's TEXT_SEARCHED and, on Postgres, the migration adding its tsvector.
 
 Why the full-text list's weight adapts: on docs full of exact product names BM25 is the better
 list, on paraphrased questions dense search is; a fixed weight tuned on one kind of corpus loses on
@@ -58,22 +59,24 @@ class Dense(Signal):
 
 @dataclass(frozen=True)
 class FullText(Signal):
-    """The index's full-text (BM25) search; its weight is scaled by its top hit's term coverage
-    raised to `fusion_coverage_power` (0 = a fixed weight)."""
+    """The index's full-text (BM25) search of one chunk column (one of rag/store/schema.py's
+    TEXT_SEARCHED); its weight is scaled by its top hit's term coverage of that column raised to
+    `fusion_coverage_power` (0 = a fixed weight)."""
+
+    column: str = "search_text"
 
     def search(self, index: Index, vector: np.ndarray, text: str, max_rank: int, limit: int,
                within: frozenset[str] | None) -> Awaitable[list[Hit]]:
-        return index.text(text, max_rank, limit, within)
+        return index.text(text, max_rank, limit, within, self.column)
 
     def weight(self, hits: list[Hit], query_text: str, config: RetrievalConfig, alone: bool) -> float:
         power = 0.0 if alone else config.fusion_coverage_power
-        return super().weight(hits, query_text, config, alone) * (text_coverage(hits, query_text) ** power
+        return super().weight(hits, query_text, config, alone) * (self.coverage(hits, query_text) ** power
                                                                    if power else 1.0)
 
-
-def text_coverage(text: list[Hit], query_text: str) -> float:
-    """Share of the question's content words found in the best full-text hit (0 without hits)."""
-    return _coverage(query_text, text[0].row.get("search_text", "")) if text else 0.0
+    def coverage(self, hits: list[Hit], query_text: str) -> float:
+        """Share of the question's content words found in the best hit's column (0 without hits)."""
+        return _coverage(query_text, hits[0].row.get(self.column, "")) if hits else 0.0
 
 
 @functools.lru_cache(maxsize=1024)
