@@ -5,18 +5,22 @@ Variables are `DOCSBOT_*` plus the standard `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
 """
 from __future__ import annotations
 
+import json
 import string
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from docsbot.settings_bounds import BOUNDS, LANGUAGE_TAG, LINK_PLACEHOLDERS, LINK_PRESETS, number
 from rag import Level, check_pattern, provider_names
-from rag import default_include
+from rag import default_include, default_weights
 
 __all__ = ["BOUNDS", "LINK_PLACEHOLDERS", "LINK_PRESETS", "Settings"]
+
+
+_WEIGHTS_EXAMPLE = ",".join(f"{name}={weight}" for name, weight in default_weights().items())
 
 
 def _env(name: str) -> AliasChoices:
@@ -76,8 +80,13 @@ class Settings(BaseSettings):
     candidates: int = 32
     min_similarity: float = 0.32
     rrf_k: int = 10
-    dense_weight: float = 1.0
-    bm25_weight: float = 1.5
+    # Each ranked list's fusion weight (weighted RRF), by the list's name (rag/signals.py), as
+    # `dense=1,bm25=1.5` or JSON; a list not named keeps its default.
+    list_weights: Annotated[dict[str, float], NoDecode] = Field(default_factory=default_weights)
+    # Retired: DOCSBOT_DENSE_WEIGHT / DOCSBOT_BM25_WEIGHT are DOCSBOT_LIST_WEIGHTS's entries now; either
+    # set is an error that says so, rather than a weight silently left at its default.
+    dense_weight: str | None = Field(default=None, repr=False)
+    bm25_weight: str | None = Field(default=None, repr=False)
     mmr_lambda: float = 0.75
     # -- Retrieval adaptation (rag/retrieval.py; defaults chosen by `python -m eval sweep` on the
     # macro average of the three dev sets, which preferred fixed weights and chunk-level fusion).
@@ -141,12 +150,52 @@ class Settings(BaseSettings):
     # -- validation: ranges and cross-field rules, each failure one line naming the variable -----
     @field_validator(*BOUNDS, mode="after")
     @classmethod
-    def _in_range(cls, value: float, info: ValidationInfo) -> float:
+    def _in_range(cls, value: float | dict[str, float], info: ValidationInfo) -> float | dict[str, float]:
+        """A number, or each number of a mapping (named in the message), within its bounds."""
         assert info.field_name is not None  # a field validator
         low, high = BOUNDS[info.field_name]
-        if not low <= value <= high:  # also rejects nan
-            raise ValueError(f"must be between {number(low)} and {number(high)}, got {value}")
+        for name, each in value.items() if isinstance(value, dict) else [("", value)]:
+            if not low <= each <= high:  # also rejects nan
+                raise ValueError(f"must be between {number(low)} and {number(high)}, got "
+                                 + (f"{name}={each}" if name else f"{each}"))
         return value
+
+    @field_validator("list_weights", mode="before")
+    @classmethod
+    def _list_weights_text(cls, value: object) -> object:
+        """The variable's text: `dense=1,bm25=1.5`, or a JSON object."""
+        if not isinstance(value, str):
+            return value
+        if value.strip().startswith("{"):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not valid JSON ({exc})") from None
+        pairs = [part.partition("=") for part in value.split(",") if part.strip()]
+        if any(not sep or not name.strip() for name, sep, _ in pairs):
+            raise ValueError(f"must be list=weight pairs like {_WEIGHTS_EXAMPLE}, got {value!r}")
+        return {name.strip(): weight.strip() for name, _, weight in pairs}
+
+    @field_validator("list_weights", mode="after")
+    @classmethod
+    def _list_weights(cls, value: dict[str, float]) -> dict[str, float]:
+        """Known lists only; the others at their defaults; not every weight 0."""
+        defaults = default_weights()
+        if unknown := sorted(set(value) - set(defaults)):
+            raise ValueError(f"no list named {', '.join(unknown)} (the lists: {', '.join(defaults)})")
+        weights = defaults | value
+        if not any(weights.values()):
+            raise ValueError("the lists' weights cannot all be 0")
+        return weights
+
+    @field_validator("dense_weight", "bm25_weight", mode="after")
+    @classmethod
+    def _retired_weight(cls, value: str | None, info: ValidationInfo) -> None:
+        if value is None:
+            return None
+        assert info.field_name is not None  # a field validator
+        raise ValueError(f"replaced by DOCSBOT_LIST_WEIGHTS, e.g. DOCSBOT_LIST_WEIGHTS="
+                         f"{info.field_name.removesuffix('_weight')}={value.strip() or 1}")
 
     @field_validator("include", "exclude", mode="after")
     @classmethod
@@ -228,8 +277,6 @@ class Settings(BaseSettings):
                              f"DOCSBOT_CHUNK_SIZE ({self.chunk_size})")
         if self.top_k > self.candidates:
             raise ValueError(f"DOCSBOT_TOP_K ({self.top_k}) must not exceed DOCSBOT_CANDIDATES ({self.candidates})")
-        if self.dense_weight + self.bm25_weight <= 0:
-            raise ValueError("DOCSBOT_DENSE_WEIGHT and DOCSBOT_BM25_WEIGHT cannot both be 0")
         if self.sync_lease_renew_s >= self.sync_lease_ttl_s:
             raise ValueError(f"DOCSBOT_SYNC_LEASE_RENEW_S ({self.sync_lease_renew_s}) must be shorter than "
                              f"DOCSBOT_SYNC_LEASE_TTL_S ({self.sync_lease_ttl_s})")

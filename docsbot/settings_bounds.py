@@ -32,8 +32,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "candidates": (1, 10_000),
     "min_similarity": (0, 1),
     "rrf_k": (0, 1_000_000),
-    "dense_weight": (0, 1_000),
-    "bm25_weight": (0, 1_000),
+    "list_weights": (0, 1_000),  # each list's weight (DOCSBOT_LIST_WEIGHTS)
     "mmr_lambda": (0, 1),
     "no_access_margin": (0, 1),
     "context_budget_chars": (100, 10_000_000),

@@ -7,6 +7,7 @@ engine and the state store are opened from settings.
 from __future__ import annotations
 
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
@@ -42,7 +43,7 @@ def llm_config(s: Settings) -> LLMConfig:
 def retrieval_config(s: Settings) -> RetrievalConfig:
     return RetrievalConfig(
         top_k=s.top_k, candidates=s.candidates, min_similarity=s.min_similarity, rrf_k=s.rrf_k,
-        dense_weight=s.dense_weight, bm25_weight=s.bm25_weight, mmr_lambda=s.mmr_lambda,
+        list_weights=MappingProxyType(dict(s.list_weights)), mmr_lambda=s.mmr_lambda,
         fusion_coverage_power=s.fusion_coverage_power, doc_fusion=s.doc_fusion,
         max_chunks_per_doc=s.max_chunks_per_doc,
     )

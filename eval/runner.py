@@ -29,13 +29,16 @@ from eval.facts import fact_report, pooled, with_overlay
 from eval.procedures import procedure_report
 from eval.golden import GoldenCase, GoldenError, load_golden, load_thresholds, thresholds_path
 from eval.sets import EvalSet, choose, open_engine, prepare
-from rag import Answer, EmbeddingError, Engine, Level, Mode, RagConfig, Retrieval, StoreError, make_embedder
+from rag import (SIGNALS, Answer, EmbeddingError, Engine, Level, Mode, RagConfig, Retrieval, StoreError,
+                 make_embedder)
 from sync.gitcmd import GitError
 
-COMPARED: tuple[Mode, ...] = ("dense", "bm25")
+COMPARED: tuple[Mode, ...] = tuple(signal.name for signal in SIGNALS)  # each list searched alone
 STAGES = ("embed", "retrieve", "generate", "total")
+# A list's weight as the report and the sweep's grid name it (`bm25_weight`): list name -> key.
+WEIGHT_KEYS = {signal.name: f"{signal.name}_weight" for signal in SIGNALS}
 TUNED_SETTINGS = (
-    "top_k", "candidates", "min_similarity", "rrf_k", "dense_weight", "bm25_weight", "fusion_coverage_power",
+    "top_k", "candidates", "min_similarity", "rrf_k", *WEIGHT_KEYS.values(), "fusion_coverage_power",
     "doc_fusion", "max_chunks_per_doc", "mmr_lambda", "no_access_margin", "chunk_size", "chunk_overlap",
 )
 NDCG_K = 10
@@ -166,9 +169,12 @@ def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failure
 
 
 def tuned_settings(config: RagConfig) -> dict[str, Any]:
-    """The values of TUNED_SETTINGS (named as the settings are) that this engine runs with."""
+    """The values of TUNED_SETTINGS (named as the settings are, a list's weight by WEIGHT_KEYS)
+    that this engine runs with."""
+    weights = config.retrieval.list_weights
     values = {**vars(config.retrieval), "no_access_margin": config.answer.no_access_margin,
-              "chunk_size": config.chunking.size, "chunk_overlap": config.chunking.overlap}
+              "chunk_size": config.chunking.size, "chunk_overlap": config.chunking.overlap,
+              **{key: weights[name] for name, key in WEIGHT_KEYS.items()}}
     return {name: values[name] for name in TUNED_SETTINGS}
 
 

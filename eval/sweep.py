@@ -32,12 +32,13 @@ from docsbot.settings import Settings
 from docsbot.wiring import rag_config, retrieval_config
 from eval import metrics
 from eval.golden import GoldenCase, GoldenError, load_golden
-from eval.runner import add_set_options
+from eval.runner import WEIGHT_KEYS, add_set_options
 from eval.sets import choose, open_engine, prepare
 from rag import (HYBRID, SIGNALS, EmbeddingError, Engine, Found, IvfTuned, Mode, StoreError, make_embedder, rank,
                  search_lists)
 
-# The grid: every combination is tried. Values around today's defaults; a best point on the edge
+# The grid: every combination is tried, its axes named as the settings are, a list's weight as
+# `<list>_weight` (eval/runner.py's WEIGHT_KEYS). Values around today's defaults; a best point on the edge
 # of the grid says to widen it. An earlier grid over docs-sync and mtrag-govt-dev (432 points, also
 # rrf_k 60, fusion_coverage_power 4, no per-document cap, min_similarity 0.32) ranked those values
 # below the ones kept here.
@@ -88,11 +89,26 @@ def points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
 
 
+_LISTS = {key: name for name, key in WEIGHT_KEYS.items()}  # a weight axis -> its list
+
+
+def at_point(base: Settings, point: dict[str, Any]) -> Settings:
+    """The settings with a grid point's values, a `<list>_weight` axis as that list's weight."""
+    weights = {_LISTS[key]: value for key, value in point.items() if key in _LISTS}
+    rest = {key: value for key, value in point.items() if key not in _LISTS}
+    return base.model_copy(update=rest | {"list_weights": base.list_weights | weights})
+
+
+def current(base: Settings, grid: dict[str, list[Any]]) -> dict[str, Any]:
+    """Today's values of the grid's axes."""
+    return {key: base.list_weights[_LISTS[key]] if key in _LISTS else getattr(base, key, None) for key in grid}
+
+
 def sweep(sets: dict[str, list[Query]], base: Settings, grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """Every grid point's per-set, worst and macro figures, in `ranked` order."""
     results = []
     for point in points(grid):
-        settings = base.model_copy(update=point)
+        settings = at_point(base, point)
         results.append({"point": point, "sets": {name: score(queries, settings) for name, queries in sets.items()}})
     return ranked(results)
 
@@ -259,7 +275,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"grid": grid, "baselines": base_lines, "results": results, "folds": folds(results),
                           "ann": ann}, indent=2))
         return 0
-    print(render(results, base_lines, grid, args.top, {k: getattr(base, k, None) for k in grid}))
+    print(render(results, base_lines, grid, args.top, current(base, grid)))
     for name, figures in ann.items():
         print(f"{name}: ANN recall@{ANN_K} against exact search (p50 ms): " + (", ".join(
             f"probe scale {scale} ({n} partitions): {r:.3f} ({ms:.1f})" for scale, (n, r, ms) in figures.items())

@@ -52,9 +52,10 @@ _EXPORTS: dict[str, str] = {
                      "vector_array"), "rag.store"),
     # what `docsbot status` shows of the index, read without LanceDB
     **dict.fromkeys(("IndexSummary", "read_summary"), "rag.index_summary"),
-    # retrieval (the eval's sweep replays it over cached searches)
-    **dict.fromkeys(("HYBRID", "SIGNALS", "Candidate", "Found", "Mode", "Retrieval", "rank", "search_lists"),
-                    "rag.retrieval"),
+    # retrieval (the eval's sweep replays it over cached searches) and its ranked lists (light: the
+    # settings read their names and default weights)
+    **dict.fromkeys(("HYBRID", "Candidate", "Found", "Mode", "Retrieval", "rank", "search_lists"), "rag.retrieval"),
+    **dict.fromkeys(("SIGNALS", "Signal", "default_weights"), "rag.signals"),
 }
 _RENAMED = {"install_events": "install", "hidden_progress": "hidden", "register_provider": "register"}
 
@@ -106,5 +107,6 @@ if TYPE_CHECKING:
     from rag.index_summary import IndexSummary, read_summary
     from rag.unindexed import LeftOut, Unindexed, left_out_pages, unindexed_files
     from rag.scope import SCOPE_MODES, Scope
-    from rag.retrieval import HYBRID, SIGNALS, Candidate, Found, Mode, Retrieval, rank, search_lists
+    from rag.retrieval import HYBRID, Candidate, Found, Mode, Retrieval, rank, search_lists
+    from rag.signals import SIGNALS, Signal, default_weights
     from rag.store import Hit, Index, IvfTuned, StoreError, WriteRefused, open_index, read_tables, vector_array

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from rag.retrieval import DENSE, TEXT, Retrieval
+from rag.retrieval import Retrieval
+from rag.signals import DENSE, TEXT
 from rag.terms import content_terms, coverage, matched_terms, question_terms
 
 FEATURES = ("best_cosine", "dense_gap", "coverage", "absent", "text_gap")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Mapping
 
 from rag.documents import AccessRules, Document, load_folder
 from rag.levels import Level
@@ -131,8 +131,9 @@ class RetrievalConfig:
     candidates: int
     min_similarity: float
     rrf_k: int
-    dense_weight: float
-    bm25_weight: float
+    # Each ranked list's fusion weight by its name (rag/signals.py; a list not named: its default),
+    # read-only (a MappingProxyType).
+    list_weights: Mapping[str, float]
     mmr_lambda: float
     fusion_coverage_power: float
     doc_fusion: float

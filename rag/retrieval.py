@@ -2,14 +2,9 @@
 search), fused by reciprocal rank fusion weighted by how much each list can be trusted for this
 query, a cosine similarity floor, then MMR for the final k with at most a few chunks per document.
 
-Each list is a Signal: how it is searched and how its weight is set. Another kind of search is one
-Signal more in SIGNALS (and the Index method it calls); fusion, modes and the eval take any number.
-
-Why query-adaptive weights: on docs full of exact product names BM25 is the better list, on
-paraphrased questions dense search is; a fixed weight tuned on one kind of corpus loses on the
-other. The full-text list's weight scales with the share of the question's content words its top
-hit contains (its term coverage): a hit that contains them all is strong lexical evidence, one that
-matches a single common word is not.
+Each list is a Signal (rag/signals.py): its name, its default weight, its search and how its weight
+adapts to the query. Fusion and the modes iterate SIGNALS (or the signals a caller passes), so they
+take any number of lists.
 
 On docs in several languages (rag/formats/language.py) the searches fetch more candidates and
 then keep one language of each page (`one_language`): the asker's where the page has it, else the
@@ -19,10 +14,9 @@ mixes them. An index in one language is searched exactly as before.
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 from opentelemetry import trace
@@ -31,25 +25,13 @@ from rag.config import RetrievalConfig
 from rag.formats.language import primary
 from rag.freshness import DEPRECATED
 from rag.rerank import Reranker, RerankError
+from rag.signals import SIGNALS, Signal
 from rag.store import Hit, Index
-from rag.terms import coverage, question_terms
 
-DENSE, TEXT = "dense", "bm25"  # the lists' names
 _TRACER = trace.get_tracer(__name__)
 HYBRID = "hybrid"
 Mode = str  # HYBRID (every list, fused), or the name of the one list searched alone
-Found = dict[str, list[Hit]]  # list name -> its hits, best first, in the order of SIGNALS
-
-
-@dataclass(frozen=True)
-class Signal:
-    """One ranked list: its search, and its fusion weight for a query's hits (`alone`: the only
-    list searched, so there is nothing to weigh it against)."""
-
-    name: str
-    # vector, text, max_rank, limit, within (the documents of a channel's scope, rag/scope.py)
-    search: Callable[[Index, np.ndarray, str, int, int, frozenset[str] | None], Awaitable[list[Hit]]]
-    weight: Callable[[list[Hit], str, RetrievalConfig, bool], float]  # hits, query text, config, alone
+Found = dict[str, list[Hit]]  # list name -> its hits, best first, in the order of the signals
 
 
 @dataclass(frozen=True)
@@ -89,41 +71,6 @@ class Retrieval:
     def hits(self, name: str) -> list[Hit]:
         """One list's raw hits (for the answerability features); none when it was not searched."""
         return next((ranked.hits for ranked in self.lists if ranked.name == name), [])
-
-
-def text_coverage(text: list[Hit], query_text: str) -> float:
-    """Share of the question's content words found in the best full-text hit (0 without hits)."""
-    return _coverage(query_text, text[0].row.get("search_text", "")) if text else 0.0
-
-
-@functools.lru_cache(maxsize=1024)
-def _coverage(query_text: str, hit_text: str) -> float:
-    """Cached: `eval sweep` replays the same query against hundreds of settings."""
-    return coverage(question_terms(query_text), hit_text)
-
-
-def _text_weight(hits: list[Hit], query_text: str, config: RetrievalConfig, alone: bool) -> float:
-    """The configured weight scaled by the top hit's term coverage raised to
-    `fusion_coverage_power` (0 = a fixed weight)."""
-    power = 0.0 if alone else config.fusion_coverage_power
-    return config.bm25_weight * (text_coverage(hits, query_text) ** power if power else 1.0)
-
-
-def _dense_search(index: Index, vector: np.ndarray, text: str, max_rank: int, limit: int,
-                  within: frozenset[str] | None) -> Awaitable[list[Hit]]:
-    return index.dense(vector, max_rank, limit, within)
-
-
-def _text_search(index: Index, vector: np.ndarray, text: str, max_rank: int, limit: int,
-                 within: frozenset[str] | None) -> Awaitable[list[Hit]]:
-    return index.text(text, max_rank, limit, within)
-
-
-def _dense_weight(hits: list[Hit], query_text: str, config: RetrievalConfig, alone: bool) -> float:
-    return config.dense_weight
-
-
-SIGNALS = (Signal(DENSE, _dense_search, _dense_weight), Signal(TEXT, _text_search, _text_weight))
 
 
 @dataclass(frozen=True)
@@ -195,25 +142,27 @@ def _label(hit: Hit, labels: Mapping[str, tuple[str, str]]) -> tuple[str, str]:
     return labels.get(hit.row["chunk_id"]) or (hit.row["doc_path"], "")
 
 
-def _signals(mode: Mode) -> list[Signal]:
-    return [s for s in SIGNALS if mode in (HYBRID, s.name)]
+def _signals(mode: Mode, signals: Sequence[Signal]) -> list[Signal]:
+    return [s for s in signals if mode in (HYBRID, s.name)]
 
 
 def list_weights(
-    found: Mapping[str, list[Hit]], query_text: str, config: RetrievalConfig, mode: Mode
+    found: Mapping[str, list[Hit]], query_text: str, config: RetrievalConfig, mode: Mode,
+    signals: Sequence[Signal] = SIGNALS,
 ) -> dict[str, float]:
     """Each found list's fusion weight in this mode: 0 for a list the mode leaves out."""
     weights = {name: 0.0 for name in found}
-    for signal in _signals(mode):
+    for signal in _signals(mode, signals):
         if signal.name in found:
             weights[signal.name] = signal.weight(found[signal.name], query_text, config, mode != HYBRID)
     return weights
 
 
 def ranked_lists(
-    found: Mapping[str, list[Hit]], query_text: str, config: RetrievalConfig, mode: Mode
+    found: Mapping[str, list[Hit]], query_text: str, config: RetrievalConfig, mode: Mode,
+    signals: Sequence[Signal] = SIGNALS,
 ) -> list[RankedList]:
-    weights = list_weights(found, query_text, config, mode)
+    weights = list_weights(found, query_text, config, mode, signals)
     return [RankedList(name, hits, weights[name]) for name, hits in found.items()]
 
 
@@ -290,9 +239,9 @@ def mmr(candidates: list[Candidate], k: int, lam: float, per_doc: int = 0) -> li
 
 
 def rank(found: Mapping[str, list[Hit]], query: np.ndarray, query_text: str, config: RetrievalConfig,
-         mode: Mode = HYBRID) -> Retrieval:
+         mode: Mode = HYBRID, signals: Sequence[Signal] = SIGNALS) -> Retrieval:
     """Everything after the searches (pure: the eval sweep replays it over cached hits)."""
-    lists = ranked_lists(found, query_text, config, mode)
+    lists = ranked_lists(found, query_text, config, mode, signals)
     return select(fuse(lists, query, config.rrf_k, config.doc_fusion), lists, config)
 
 
@@ -321,12 +270,13 @@ def _passage(row: dict) -> str:
 
 
 async def search_lists(store: Index, query_vector: np.ndarray, query_text: str, max_rank: int, limit: int,
-                       mode: Mode = HYBRID, within: frozenset[str] | None = None) -> Found:
+                       mode: Mode = HYBRID, within: frozenset[str] | None = None,
+                       signals: Sequence[Signal] = SIGNALS) -> Found:
     """The mode's searches, concurrently (`within`: of these documents only)."""
-    signals = _signals(mode)
+    searched = _signals(mode, signals)
     found = await asyncio.gather(*(s.search(store, query_vector, query_text, max_rank, limit, within)
-                                   for s in signals))
-    return {signal.name: in_order(hits) for signal, hits in zip(signals, found)}
+                                   for s in searched))
+    return {signal.name: in_order(hits) for signal, hits in zip(searched, found)}
 
 
 def in_order(hits: list[Hit]) -> list[Hit]:

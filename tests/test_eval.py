@@ -302,6 +302,8 @@ def test_sweep_prints_the_grid_and_calibrate_writes_the_gate(
     assert "rrf_k [10, 60]" in out and "dense only" in out and "bm25 only" in out
     tried = len(sweep.points(sweep.GRID | {"rrf_k": [10, 60], "max_chunks_per_doc": [1]}))
     assert f"({tried} points)" in out and len(re.findall(r"^\d+\s+rrf_k=", out, re.M)) == 15  # --top
+    today = next(line for line in out.splitlines() if line.startswith("today's defaults"))
+    assert "bm25_weight=1.5," in today and ": rank " in today  # a list's weight axis: DOCSBOT_LIST_WEIGHTS's
     gate = tmp_path / "gate.json"
     # no unanswerable question of these sets reaches the gate (below the floor or above the level)
     assert calibrate.main(["calibrate", *sets, "--out", str(gate)]) == 2 and not gate.exists()

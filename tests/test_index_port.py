@@ -1,19 +1,25 @@
 """The index port (rag/store/protocol.py) on every store: LanceDB in a temp folder and Postgres
 with pgvector (a real server, tests/support/pgvector.py). Small rows with 8-dimensional vectors
-written directly, so what each method must return is known exactly."""
+written directly, so what each method must return is known exactly. Last, what each store holds
+for the columns full-text search ranks by (schema.TEXT_SEARCHED)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
+import lancedb
 import numpy as np
 import pyarrow as pa
 import pytest
+import sqlalchemy as sa
 
 from rag import Index, IndexConfig, WriteRefused, open_index
-from rag.retrieval import DENSE, TEXT, search_lists
+from rag.retrieval import search_lists
+from rag.signals import DENSE, SIGNALS, TEXT, FullText
 from rag.store import IndexMissing, chunk_schema
-from rag.store.schema import ROW_DEFAULTS
+from rag.store.pg_tables import CHUNKS as PG_CHUNKS, driver_url
+from rag.store.schema import CHUNKS, ROW_DEFAULTS, TEXT_SEARCHED
+from tests.support.pgvector import index_database
 
 DIM = 8
 RNG = np.random.default_rng(7)
@@ -175,3 +181,68 @@ async def test_equal_scores_come_out_in_chunk_id_order_whatever_the_rows_order(i
         lists = await search_lists(index, same[0] / np.linalg.norm(same[0]), "redis page", 0, 5)
         found.append({name: [hit.row["chunk_id"] for hit in hits] for name, hits in lists.items()})
     assert found[0] == found[1] == {DENSE: ["a.md#0", "b.md#0"], TEXT: ["a.md#0", "b.md#0"]}
+
+
+async def test_the_searches_are_the_signals_given(index: Index) -> None:
+    """`search_lists` runs each list it is given, in their order: a third is one Signal object more
+    (here a second full-text list under its own name), and its mode searches it alone."""
+    index.write(pa.concat_tables([rows("a.md", 2, words="rollback"), rows("b.md", 2)]), None)
+    vector = RNG.standard_normal(DIM).astype(np.float32)
+    signals = (*SIGNALS, FullText("again", 1.0))
+    found = await search_lists(index, vector / np.linalg.norm(vector), "rollback", 0, 5, signals=signals)
+    assert list(found) == [DENSE, TEXT, "again"] and len(found[DENSE]) == 4
+    assert [h.row["chunk_id"] for h in found["again"]] == [h.row["chunk_id"] for h in found[TEXT]] == ["a.md#0",
+                                                                                                    "a.md#1"]
+    alone = await search_lists(index, vector, "rollback", 0, 5, "again", signals=signals)
+    assert list(alone) == ["again"]
+
+
+async def test_a_full_text_signal_searches_the_column_it_names(index: Index) -> None:
+    """A FullText naming search_text (Index.text's `column`) returns exactly what the text search
+    returned before it took a column, and weighs itself by that column's coverage; a column with
+    no full-text index is refused on every store, not answered with nothing."""
+    index.write(pa.concat_tables([rows("common.md", 6, words="deploy deploy deploy"),
+                                  rows("rare.md", 2, words="deploy rollback")]), None)
+    index.maintain(0)
+    question = "how do I deploy a rollback"
+    before = await index.text(question, 0, 5)
+    signal = FullText("searched", 1.0, column="search_text")
+    hits = await signal.search(index, np.zeros(DIM, dtype=np.float32), question, 0, 5, None)
+    assert [(h.row, h.score) for h in hits] == [(h.row, h.score) for h in before] and len(hits) == 5
+    assert hits[0].row["doc_path"] == "rare.md" and signal.coverage(hits, question) == 1.0
+    assert signal.coverage(hits[2:], question) == 0.5  # common.md's chunks hold "deploy" only
+    with pytest.raises(ValueError, match="TEXT_SEARCHED"):
+        await index.text(question, 0, 5, column="title")
+
+
+async def test_maintain_builds_the_full_text_index_an_existing_lancedb_index_lacks(tmp_path: Path) -> None:
+    """What a column added to TEXT_SEARCHED meets on an index built before: no FTS index, so LanceDB
+    scans the column flat, without the index's tokenizer (no lower-casing: "ROLLBACK" finds
+    nothing); the next maintain() builds it, no rebuild needed, and the search is the indexed one."""
+    index = open_index(IndexConfig(str(tmp_path / "index"), "", 0.0, 100))
+    index.write(rows("a.md", 2, words="rollback"), None)
+    indexed = [(h.row, h.score) for h in await index.text("ROLLBACK", 0, 5)]
+    table = lancedb.connect(str(tmp_path / "index")).open_table(CHUNKS)
+    table.drop_index("search_text_idx")
+    assert await index.text("ROLLBACK", 0, 5) == []
+    index.maintain(0)
+    table.checkout_latest()
+    assert {ix.columns[0] for ix in table.list_indices()} >= set(TEXT_SEARCHED)
+    assert [(h.row, h.score) for h in await index.text("ROLLBACK", 0, 5)] == indexed and len(indexed) == 2
+
+
+def test_the_migrations_give_every_searched_column_its_tsvector_and_gin_index(pgvector_server: str) -> None:
+    """Postgres ranks a TEXT_SEARCHED column by the tsvector the table names, which a migration
+    makes (0008 for search_text): a line added there without its migration fails here, not in a
+    search. The configuration is `english`, as the search's plainto_tsquery."""
+    with index_database(pgvector_server) as url:
+        with sa.create_engine(driver_url(url), poolclass=sa.NullPool).connect() as c:
+            indexes = c.execute(sa.text("SELECT indexdef FROM pg_indexes WHERE tablename = :table"),
+                                {"table": PG_CHUNKS}).scalars().all()
+            for column, tsv in TEXT_SEARCHED.items():
+                generated = c.execute(sa.text(
+                    "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a "
+                    "ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = CAST(:table AS regclass) "
+                    "AND a.attname = :tsv"), {"table": PG_CHUNKS, "tsv": tsv}).scalar()
+                assert generated == f"to_tsvector('english'::regconfig, COALESCE({column}, ''::text))"
+                assert any(f"USING gin ({tsv})" in index for index in indexes)

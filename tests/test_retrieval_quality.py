@@ -4,6 +4,7 @@ kinds, number bounds and the answerability parameter file."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,8 @@ from rag.check import renumber
 from rag.followup import heuristic_query, looks_context_dependent
 from rag.procedures import number_fit
 from rag.kinds import fits_kind, question_kind
-from rag.retrieval import DENSE, TEXT, RankedList, fuse, list_weights, mmr, tied_ranks
+from rag.retrieval import HYBRID, RankedList, fuse, list_weights, mmr, rank, tied_ranks
+from rag.signals import DENSE, SIGNALS, TEXT, Dense
 from rag.store import Hit
 from rag.terms import content_terms, question_terms
 from tests.support.settings import make_settings
@@ -28,7 +30,7 @@ def hit(chunk: str, doc: str, vector: list[float], score: float = 1.0, text: str
 
 
 def test_full_text_weight_follows_its_top_hits_term_coverage(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, bm25_weight=2.0, fusion_coverage_power=1.0)
+    settings = make_settings(tmp_path, list_weights={TEXT: 2.0}, fusion_coverage_power=1.0)
     full = [hit("a", "a.md", [1, 0], text="autovacuum settings for PostgreSQL")]
     half = [hit("a", "a.md", [1, 0], text="PostgreSQL replicas")]
     question = "autovacuum postgresql"
@@ -39,6 +41,25 @@ def test_full_text_weight_follows_its_top_hits_term_coverage(tmp_path: Path) -> 
     fixed = retrieval_config(settings.model_copy(update={"fusion_coverage_power": 0.0}))
     assert list_weights({DENSE: [], TEXT: half}, question, fixed, "hybrid") == {DENSE: 1.0, TEXT: 2.0}
     assert list_weights({TEXT: half}, question, config, "bm25") == {TEXT: 2.0}  # one list: nothing to weigh
+
+
+def test_fusion_takes_every_list_it_is_given_weighted_by_name(tmp_path: Path) -> None:
+    """A third list is one Signal object: fused with the others by its configured weight, searched
+    alone in its own mode, and left out where the signals fused are the registered two."""
+    third = Dense("third", 0.5)
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    found = {DENSE: [hit("d", "d.md", [1, 0.1])], TEXT: [hit("t", "t.md", [1, 0.2])],
+             "third": [hit("x", "x.md", [1, 0.3])]}
+    settings = make_settings(tmp_path, max_chunks_per_doc=0, min_similarity=0.0)
+    config = retrieval_config(settings)
+    signals = (*SIGNALS, third)
+    assert list_weights(found, "q", config, HYBRID, signals) == {DENSE: 1.0, TEXT: 1.5, "third": 0.5}
+    first = [c.row["doc_path"] for c in rank(found, query, "q", config, HYBRID, signals).selected]
+    assert first[0] == "t.md" and set(first) == {"d.md", "t.md", "x.md"}
+    heavy = replace(config, list_weights={DENSE: 1.0, TEXT: 1.5, "third": 3.0})
+    assert rank(found, query, "q", heavy, HYBRID, signals).selected[0].row["doc_path"] == "x.md"
+    assert [c.row["doc_path"] for c in rank(found, query, "q", heavy, "third", signals).selected] == ["x.md"]
+    assert "x.md" not in [c.row["doc_path"] for c in rank(found, query, "q", heavy).selected]  # not registered
 
 
 def test_document_fusion_lifts_a_page_both_lists_found() -> None:

@@ -58,6 +58,17 @@ def test_every_numeric_setting_at_zero_minus_one_and_huge(tmp_path: Path) -> Non
     ("DOCSBOT_SITE_LAYOUT", "wordpress", "DOCSBOT_SITE_LAYOUT: Input should be 'auto', 'mkdocs'"),
     ("DOCSBOT_SITE_URL", "docs.example.com", "DOCSBOT_SITE_URL: must be the site's http(s) address"),
     ("DOCSBOT_SITE_URL", "ftp://docs.example.com/", "DOCSBOT_SITE_URL: must be the site's http(s) address"),
+    ("DOCSBOT_LIST_WEIGHTS", "titles=1", "DOCSBOT_LIST_WEIGHTS: no list named titles (the lists: dense, bm25)"),
+    ("DOCSBOT_LIST_WEIGHTS", "bm25=2000", "DOCSBOT_LIST_WEIGHTS: must be between 0 and 1,000, got bm25=2000.0"),
+    ("DOCSBOT_LIST_WEIGHTS", "dense=-1", "DOCSBOT_LIST_WEIGHTS: must be between 0 and 1,000, got dense=-1.0"),
+    ("DOCSBOT_LIST_WEIGHTS", "dense=0,bm25=0", "DOCSBOT_LIST_WEIGHTS: the lists' weights cannot all be 0"),
+    ("DOCSBOT_LIST_WEIGHTS", "bm25", "DOCSBOT_LIST_WEIGHTS: must be list=weight pairs like dense=1.0,bm25=1.5"),
+    ("DOCSBOT_LIST_WEIGHTS", "bm25=high", "DOCSBOT_LIST_WEIGHTS: Input should be a valid number"),
+    ("DOCSBOT_LIST_WEIGHTS", '{"bm25": 2', "DOCSBOT_LIST_WEIGHTS: not valid JSON"),
+    ("DOCSBOT_BM25_WEIGHT", "2", "DOCSBOT_BM25_WEIGHT: replaced by DOCSBOT_LIST_WEIGHTS, e.g. "
+                                 "DOCSBOT_LIST_WEIGHTS=bm25=2"),
+    ("DOCSBOT_DENSE_WEIGHT", "0.5", "DOCSBOT_DENSE_WEIGHT: replaced by DOCSBOT_LIST_WEIGHTS, e.g. "
+                                    "DOCSBOT_LIST_WEIGHTS=dense=0.5"),
 ])
 def test_bad_values_are_one_line_naming_the_variable(
     variable: str, value: str, message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
@@ -75,6 +86,20 @@ def test_defaults_and_the_presets_are_valid(monkeypatch: pytest.MonkeyPatch, tmp
     for preset in ("github", "gitlab", "{repo_web}/src/{commit}/{path}#{anchor}"):
         monkeypatch.setenv("DOCSBOT_LINK_TEMPLATE", preset)
         assert main(["status"]) == 0
+
+
+@pytest.mark.parametrize("value", ["bm25=2.5", " dense = 1 , bm25=2.5 ", '{"bm25": 2.5}'])
+def test_list_weights_are_keyed_by_list_name_the_others_at_their_defaults(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from docsbot.settings import Settings
+    from docsbot.wiring import retrieval_config
+
+    monkeypatch.setenv("DOCSBOT_LIST_WEIGHTS", value)
+    config = retrieval_config(Settings(_env_file=None))
+    assert dict(config.list_weights) == {"dense": 1.0, "bm25": 2.5}
+    with pytest.raises(TypeError):  # read-only, as the rest of the frozen configuration
+        config.list_weights["bm25"] = 1.0  # type: ignore[index]
 
 
 def test_every_numeric_setting_has_a_range() -> None:

@@ -15,6 +15,7 @@ from lancedb.index import IvfSq
 from rag.store.errors import store_errors
 from rag.store.schema import VECTORS
 from rag.store.reads import Reads
+from rag.store.tables import index_chunks
 
 # Reads of old versions must outlive a reader's refresh interval (see shared notes on cleanup).
 CLEANUP_AFTER = timedelta(minutes=10)
@@ -58,8 +59,9 @@ class AnnIndex(Reads):
         self._ann = None
 
     def maintain(self, ann_min_rows: int, cleanup_after: timedelta = CLEANUP_AFTER) -> None:
-        """Compact, fold new rows into the FTS, bitmap and ANN indexes, and build the ANN index
-        once the table is large enough for it to beat a flat scan.
+        """Compact, fold new rows into the FTS, bitmap and ANN indexes, build those the table
+        lacks (index_chunks), and the ANN index once the table is large enough for it to beat a
+        flat scan.
 
         `ann_min_rows` is recorded in meta: a reader routes a search whose access filter passes
         fewer rows than that to a flat scan, which is then faster and exact."""
@@ -68,6 +70,7 @@ class AnnIndex(Reads):
         if self.meta().get("ann_min_rows") != ann_min_rows:
             self.set_meta(ann_min_rows=ann_min_rows)
         table.optimize(cleanup_older_than=cleanup_after)
+        index_chunks(table)
         self._wrote()
         rows, trained = table.count_rows(), self.meta().get("ann_trained_rows", 0)
         # optimize() adds new rows to the IVF partitions but never retrains them: rebuild when the

@@ -7,10 +7,11 @@ and maintenance: pg_tables.py. This module: searches and reads.
   (`hnsw.iterative_scan = relaxed_order`) keep walking the graph until `limit` rows pass the
   filter, so a filter that passes few rows still gets its top rows, not what is left of an
   unfiltered top-k. The rows found are scored by their exact cosine and ordered by it.
-- Text search: Postgres full-text search (`english` configuration: stemming, stop words) on
-  search_text, the terms OR-ed as in LanceDB's full-text search, ranked BM25-like: each term's
-  ts_rank_cd (cover density, normalised by document length) weighted by its inverse document
-  frequency (one indexed count per term), summed.
+- Text search: Postgres full-text search (`english` configuration: stemming, stop words) on the
+  column's tsvector (schema.TEXT_SEARCHED: search_text's is search_tsv), the terms OR-ed as in
+  LanceDB's full-text search, ranked BM25-like: each term's ts_rank_cd (cover density,
+  normalised by document length) weighted by its inverse document frequency (one indexed count
+  per term), summed.
 Searches run the (blocking) driver in a worker thread; the connections are pooled.
 """
 from __future__ import annotations
@@ -26,7 +27,8 @@ import sqlalchemy as sa
 from rag.config import IndexConfig
 from rag.store.pg_tables import CHUNKS, COLUMNS, PgTables, database_errors, vector_literal
 from rag.store.protocol import Index
-from rag.store.schema import ROW_COLUMNS, Hit, chunk_schema, fts_query, with_defaults
+from rag.store.schema import (ROW_COLUMNS, TEXT_SEARCHED, Hit, check_text_searched, chunk_schema, fts_query,
+                              with_defaults)
 
 # Candidates the HNSW graph search keeps (pgvector's default is 40): at 64, recall@16 was 0.85-0.91 at
 # 100k rows with the awsdocs questions (`eval bench --index-url`, docs/performance.md).
@@ -77,19 +79,22 @@ class PgIndex(PgTables):
                 for i in np.argsort(-scores, kind="stable")]
         return [h for h in hits if h.row["access_rank"] <= max_rank]  # the filter's last guard
 
-    async def text(self, query: str, max_rank: int, limit: int, within: frozenset[str] | None = None) -> list[Hit]:
+    async def text(self, query: str, max_rank: int, limit: int, within: frozenset[str] | None = None,
+                   column: str = "search_text") -> list[Hit]:
+        check_text_searched(column)
         words = fts_query(query)
         if not words or within is not None and not within:
             return []
-        return await asyncio.to_thread(self._text, words, max_rank, limit, within)
+        return await asyncio.to_thread(self._text, words, max_rank, limit, within, column)
 
     @database_errors
-    def _text(self, words: str, max_rank: int, limit: int, within: frozenset[str] | None) -> list[Hit]:
+    def _text(self, words: str, max_rank: int, limit: int, within: frozenset[str] | None, column: str) -> list[Hit]:
         """Each term's ts_rank_cd weighted by its inverse document frequency, summed: without the
         weights a question's common words ("set", "use") outrank the rare one that names its page."""
         where, params = _readers(max_rank, within)
+        tsv = TEXT_SEARCHED[column]
         terms = {f"t{n}": term for n, term in enumerate(sorted({w.lower() for w in words.split()}))}
-        counts = ", ".join(f"(SELECT count(*) FROM {CHUNKS} WHERE search_tsv @@ plainto_tsquery('english', :{k}))"
+        counts = ", ".join(f"(SELECT count(*) FROM {CHUNKS} WHERE {tsv} @@ plainto_tsquery('english', :{k}))"
                            for k in terms)  # each through the full-text index, in one round trip
         with self._reading() as c:
             total, *found = c.execute(sa.text(f"SELECT (SELECT count(*) FROM {CHUNKS}), {counts}"), terms).one()
@@ -97,13 +102,13 @@ class PgIndex(PgTables):
                        for (k, term), n in zip(terms.items(), found) if n}  # a stop word's query matches nothing
             if not weights:
                 return []
-            score = " + ".join(f":w_{k} * ts_rank_cd(search_tsv, plainto_tsquery('english', :{k}), 1)" for k in weights)
+            score = " + ".join(f":w_{k} * ts_rank_cd({tsv}, plainto_tsquery('english', :{k}), 1)" for k in weights)
             matched = " || ".join(f"plainto_tsquery('english', :{k})" for k in weights)
-            query = sa.text(f"SELECT {SEARCHED}, search_text, {score} AS score FROM {CHUNKS} "
-                            f"WHERE search_tsv @@ ({matched}) AND {where} ORDER BY score DESC, chunk_id LIMIT :limit")
+            query = sa.text(f'SELECT {SEARCHED}, "{column}", {score} AS score FROM {CHUNKS} '
+                            f"WHERE {tsv} @@ ({matched}) AND {where} ORDER BY score DESC, chunk_id LIMIT :limit")
             bound = {k: term for k, (term, _) in weights.items()} | {f"w_{k}": w for k, (_, w) in weights.items()}
             rows = c.execute(query, params | bound | {"limit": int(limit)}).mappings()
-            return [Hit({k: row[k] for k in ("chunk_id", "doc_path", "access_rank", "search_text")},
+            return [Hit({k: row[k] for k in ("chunk_id", "doc_path", "access_rank", column)},
                         np.asarray(row["vector"], dtype=np.float32), float(row["score"])) for row in rows]
 
     # -- rows ------------------------------------------------------------------------------------

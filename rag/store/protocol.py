@@ -2,9 +2,9 @@
 the indexer, the sync, status, doctor, the bot's reports, eval), so another vector store is one
 class with these methods plus its line in registry.py (the LanceDB one is search.Store, the
 Postgres one postgres.PgIndex). Errors are StoreError subclasses (errors.py); a Hit's row holds
-at least chunk_id, doc_path and access_rank, and a full-text hit's also search_text (its term
-coverage weighs the list, rag/retrieval.py). Column reads fill the columns an older index lacks
-as schema.ROW_DEFAULTS says."""
+at least chunk_id, doc_path and access_rank, and a full-text hit's also the column it searched
+(its term coverage weighs the list, rag/signals.py). Column reads fill the columns an older
+index lacks as schema.ROW_DEFAULTS says."""
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
@@ -25,8 +25,10 @@ class Index(Protocol):
         `within`: only chunks of these documents (a channel's scope, rag/scope.py)."""
         ...
 
-    async def text(self, query: str, max_rank: int, limit: int, within: frozenset[str] | None = None) -> list[Hit]:
-        """Top `limit` chunks at `max_rank` or below by BM25 score (Hit.score), best first; `within` as dense's."""
+    async def text(self, query: str, max_rank: int, limit: int, within: frozenset[str] | None = None,
+                   column: str = "search_text") -> list[Hit]:
+        """Top `limit` chunks at `max_rank` or below by BM25 score (Hit.score) of their `column`, one of
+        schema.TEXT_SEARCHED (ValueError otherwise), best first; `within` as dense's."""
         ...
 
     async def rows(self, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:

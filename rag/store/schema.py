@@ -48,6 +48,12 @@ ROW_FIELDS = [
     ("text_hash", pa.string()),
     ("doc_hash", pa.string()),
 ]
+# The columns full-text search ranks by (Index.text's `column`), each with how Postgres indexes
+# it: a tsvector column generated as to_tsvector('english', coalesce(<column>, '')) with a GIN
+# index, both made by a migration (0008 for search_text). LanceDB builds an FTS index on each
+# (tables.py: index_chunks, also for an existing index at its next maintain()). Another column
+# to search is one line here and, on Postgres, its migration.
+TEXT_SEARCHED: dict[str, str] = {"search_text": "search_tsv"}
 # Searches return only what ranking needs; the final few chunks are then read whole (rows()).
 SEARCH_COLUMNS = ["chunk_id", "doc_path", "access_rank", "vector"]
 ROW_COLUMNS = [name for name, _ in ROW_FIELDS if name != "search_text"]
@@ -98,6 +104,13 @@ def access_filter(max_rank: int, within: frozenset[str] | None = None) -> str:
     """The SQL filter of a reader at `max_rank`, narrowed to the documents `within` when given."""
     where = f"access_rank <= {int(max_rank)}"
     return f"{where} AND doc_path IN ({sql_list(sorted(within))})" if within else where
+
+
+def check_text_searched(column: str) -> None:
+    """ValueError, naming TEXT_SEARCHED, unless full-text search indexes `column`: unchecked,
+    LanceDB would scan it flat with another tokenizer and Postgres fail on a missing tsvector."""
+    if column not in TEXT_SEARCHED:
+        raise ValueError(f"no full-text index on chunk column {column!r} (rag/store/schema.py: TEXT_SEARCHED)")
 
 
 _FTS_TOKEN = re.compile(r"[\w][\w.-]*")

@@ -15,7 +15,8 @@ from opentelemetry import trace
 from rag.store.ann import AnnIndex
 from rag.store.errors import StoreError, store_errors
 from rag.store.protocol import Index
-from rag.store.schema import CHUNKS, META, SEARCH_COLUMNS, VECTORS, Hit, access_filter, fts_query, meta_table, to_hits
+from rag.store.schema import (CHUNKS, META, SEARCH_COLUMNS, VECTORS, Hit, access_filter, check_text_searched,
+                              fts_query, meta_table, to_hits)
 
 log = logging.getLogger(__name__)
 _TRACER = trace.get_tracer(__name__)
@@ -74,17 +75,19 @@ class Searches(AnnIndex):
         return to_hits(await query.to_arrow(), "_distance", exact_for=vector)
 
     @_TRACER.start_as_current_span("search.text")
-    async def text(self, query: str, max_rank: int, limit: int, within: frozenset[str] | None = None) -> list[Hit]:
+    async def text(self, query: str, max_rank: int, limit: int, within: frozenset[str] | None = None,
+                   column: str = "search_text") -> list[Hit]:
+        check_text_searched(column)
         words = fts_query(query)
         if not words or within is not None and not within:
             return []
         table = await self._searchable()
         search = (
             table.query()
-            .nearest_to_text(words, columns="search_text")
+            .nearest_to_text(words, columns=column)
             .where(access_filter(max_rank, within))
-            # search_text: for the list's term coverage (rag/retrieval.py)
-            .select([*SEARCH_COLUMNS, "search_text", "_score"])
+            # the column searched: for the list's term coverage (rag/signals.py)
+            .select([*SEARCH_COLUMNS, column, "_score"])
             .limit(limit)
         )
         return to_hits(await search.to_arrow(), "_score")

@@ -22,7 +22,8 @@ import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree
 
 from rag.store.errors import IndexMissing, StoreError, WriteRefused, same_embedding, store_errors
-from rag.store.schema import CHUNKS, META, VECTORS, meta_table, sql_list, vector_array, vector_matrix
+from rag.store.schema import (CHUNKS, META, TEXT_SEARCHED, VECTORS, meta_table, sql_list, vector_array,
+                               vector_matrix)
 from rag.index_summary import IndexSummary, current_manifests, write_summary
 from rag.store.writes import add_columns, streamed_write
 
@@ -31,10 +32,14 @@ SUMMARISED = (CHUNKS, META)  # the tables the summary describes: what `docsbot s
 
 
 def index_chunks(table: Any) -> None:
-    """The scalar and full-text indexes of a new chunks table (the vector index comes later: ann.py)."""
-    table.create_index("search_text", config=FTS())
-    table.create_index("access_rank", config=Bitmap())
-    table.create_index("chunk_id", config=BTree())
+    """The full-text and scalar indexes the chunks table lacks (the vector index comes later:
+    ann.py): all of them on a new table; on an existing one, at its next maintain(), the FTS
+    index of a column added to TEXT_SEARCHED, so that needs no rebuild."""
+    present = {tuple(index.columns) for index in table.list_indices()}
+    wanted = [*((column, FTS()) for column in TEXT_SEARCHED), ("access_rank", Bitmap()), ("chunk_id", BTree())]
+    for column, config in wanted:
+        if (column,) not in present:
+            table.create_index(column, config=config)
 
 
 @dataclass
