@@ -26,7 +26,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from agents.server import CALLER_KEY, build_server, http_caller
 from agents.tools import Caller, DocsTools
-from docsbot.observability import metrics
+from foundation.observability import metrics
 from rag import Level
 from state.db import StateUnavailable
 from state.ratelimit import RateLimit

@@ -14,8 +14,8 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
 from agents.tools import Caller, DocsTools, Recorder, ToolInputError
-from docsbot.observability import metrics
-from docsbot.observability.tracing import span
+from foundation.observability import metrics
+from foundation.observability.tracing import span
 from rag import Answer, Level
 from state.answers import AnswerLog
 from state.db import StateUnavailable

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from agents import SURFACE
-from docsbot.observability import metrics
+from foundation.observability import metrics
 from rag import ABSTAIN_MESSAGES, Answer, Candidate, Citation, EmbeddingError, Engine, Level, StoreError
 
 MAX_LIMIT = 20  # passages one search_docs returns at most

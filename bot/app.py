@@ -31,7 +31,7 @@ from bot.docs_sync import status_text
 from bot.services import Services, SyncCommand
 from bot.telemetry import ObservedWebClient, request_kind, slack_request
 from bot.work import BackgroundWork
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag import Engine, bulk_threads
 from state.answers import AnswerLog
 from state.audience import AudienceChanges

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 # Bolt, the engine and the state store load when a command runs, not when the parser is built.
 if TYPE_CHECKING:
     from bot.services import SyncCommand
-    from docsbot.settings import Settings
+    from foundation.settings import Settings
     from rag import Engine
     from state.db import StateDB
     from state.sync_requests import SyncRequests
@@ -42,7 +42,7 @@ def slack_configured(settings: Settings) -> bool:
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     # A replica never writes the index (unless --docs asks it to index a folder first): an index
     # in a bucket is read from a local mirror, which keeps answering when the bucket does not.
-    from docsbot.wiring import lease_config, open_engine
+    from foundation.wiring import lease_config, open_engine
     from sync.folder import ensure_index
 
     engine = open_engine(settings, read_only=not args.docs)
@@ -51,7 +51,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_console(settings: Settings, args: argparse.Namespace) -> int:
-    from docsbot.wiring import lease_config, open_engine
+    from foundation.wiring import lease_config, open_engine
     from sync.folder import ensure_index
 
     if args.docs:  # the folder the in-process worker keeps in sync
@@ -84,7 +84,7 @@ async def sync_side(settings: Settings, engine: Engine, with_worker: bool) -> As
     import asyncio
 
     from bot.docs_sync import request_sync
-    from docsbot.wiring import sync_config
+    from foundation.wiring import sync_config
     from state.opening import open_state
     from state.sync_requests import SyncRequests
     from sync.service import watched_path

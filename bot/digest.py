@@ -1,7 +1,7 @@
 """The docs-gaps report sent to the people who can fix the docs: the weekly DM to each owner,
 `/docs gaps [area]` for admins and owners, and the gap metrics.
 
-Each reader gets the report at their own level and in the words they may read (bot/gaps.py), so
+Each reader gets the report at their own level and in the words they may read (insights/gaps.py), so
 nobody learns a question asked above it, nor anyone else's private question; the digest quotes
 a public-channel question only once SEVERAL people asked it (state/gaps.py). With several
 replicas each runs the weekly job; a claim in the state store keyed on the person and the ISO
@@ -24,12 +24,12 @@ from apscheduler.triggers.interval import IntervalTrigger
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import gaps_text
-from bot.gaps import DAY_MS, GapFinder
+from insights.gaps import DAY_MS, GapFinder
 from bot.notes import Notes, in_dm
 from bot.recipients import Recipients
 from bot.services import Services
-from docsbot.observability import metrics
-from docsbot.wiring import gaps_config
+from foundation.observability import metrics
+from foundation.wiring import gaps_config
 from rag import Level
 from state.db import StateUnavailable
 from state.gaps import SEVERAL, Reader

@@ -14,8 +14,8 @@ from aiohttp import web
 
 from bot.blocks import escape_within
 from bot.services import SyncCommand
-from docsbot.settings import Settings
-from docsbot.wiring import sync_config
+from foundation.settings import Settings
+from foundation.wiring import sync_config
 from rag import Index
 from state.db import StateDB, StateUnavailable
 from state.sync_requests import SyncRequests

@@ -1,6 +1,6 @@
 """The docs-gaps report in words: Slack blocks (the digest, `/docs gaps`, the App Home) and plain
 text (`docsbot report`), from one list of lines so both say the same. A question the reader may
-not read (bot/gaps.py) is counted, "not quoted", in its group, which is then named after its page."""
+not read (insights/gaps.py) is counted, "not quoted", in its group, which is then named after its page."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from bot.blocks import escape, escape_within, section
-from bot.gaps import Complaint, Gap, Page, Report, area_of
+from insights.gaps import Complaint, Gap, Page, Report, area_of
 
 QUOTED = 300  # characters of a question quoted in a line
 KINDS = {"no_match": "nothing close", "below_gate": "close but not answerable", "declined": "declined"}

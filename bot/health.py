@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from bot import surfaces
-from docsbot.observability import metrics
+from foundation.observability import metrics
 from state.db import StateUnavailable
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from docsbot.observability import metrics
+from foundation.observability import metrics
 from bot.telemetry import answer_id, since_request
 from state.placeholders import Orphan, PlaceholderJournal
 

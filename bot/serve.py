@@ -29,7 +29,7 @@ from bot.http_guard import HEAD_TIMEOUT_S, ConnectionGuard, listen, quiet_connec
 from bot.recovery import recovering
 from bot.services import housekeeping
 from bot.socket_mode import keep_connecting, sdk_logger
-from docsbot.observability.tracing import shutdown_tracing, span
+from foundation.observability.tracing import shutdown_tracing, span
 from rag import EmbeddingError, Level, StoreError
 
 log = logging.getLogger(__name__)

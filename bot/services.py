@@ -12,7 +12,7 @@ from bot.access import AccessFile, AccessPolicy
 from bot.answering import Answerer
 from bot.recovery import Recovery
 from bot.work import BackgroundWork, every
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag import Engine
 from state.answers import AnswerLog
 from state.db import StateUnavailable

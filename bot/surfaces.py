@@ -4,7 +4,7 @@ and `NAMES`, every surface's name, declared here only.
 A new surface (a workflow step, a shortcut) is one more value here (and in `NAMES`) and its
 listener; the answerer reads only these fields. `name` is the `surface` label of the metrics and
 log lines: /metrics serves each name's question series from the start (bot/health.py hands
-`NAMES` to docsbot.observability.metrics, which sits below bot and never imports it)."""
+`NAMES` to foundation.observability.metrics, which sits below bot and never imports it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace

@@ -1,4 +1,4 @@
-"""The bot's hooks into metrics, logs and traces (docsbot.observability), kept out of the
+"""The bot's hooks into metrics, logs and traces (foundation.observability), kept out of the
 answering and listener code, which only call these one-liners."""
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from docsbot.observability import metrics
-from docsbot.observability.logs import current_answer_id, new_answer_id, question_text
-from docsbot.observability.tracing import span
+from foundation.observability import metrics
+from foundation.observability.logs import current_answer_id, new_answer_id, question_text
+from foundation.observability.tracing import span
 from rag import Answer
 
 log = logging.getLogger("docsbot.questions")

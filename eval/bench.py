@@ -38,8 +38,8 @@ from typing import Any, Callable  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
-from docsbot.settings import Settings  # noqa: E402
-from docsbot.wiring import rag_config  # noqa: E402
+from foundation.settings import Settings  # noqa: E402
+from foundation.wiring import rag_config  # noqa: E402
 from rag import (  # noqa: E402
     AccessRules, Document, Embedder, Index, IndexConfig, IvfTuned, Level, chunk_document, load_folder, make_embedder,
     open_index, vector_array,

@@ -37,8 +37,8 @@ from bot.app import EVENTS_PATH
 from bot.deliveries import SlackDeliveries
 from bot.local.standin import SlackStandIn, Workspace
 from sync.folder import ensure_index
-from docsbot.settings import Settings
-from docsbot.wiring import lease_config, open_engine
+from foundation.settings import Settings
+from foundation.wiring import lease_config, open_engine
 from eval.scratch_db import scratch_database
 from eval.standins.openai_server import OpenAIStandIn
 
@@ -120,7 +120,7 @@ def serve_env(standin: SlackStandIn, model: OpenAIStandIn, port: int, data_dir: 
 
 async def start_bot(env: dict[str, str], base_url: str) -> asyncio.subprocess.Process:
     """`docsbot serve`, returned the moment `/readyz` first answers 200 (polled every 50 ms)."""
-    bot = await asyncio.create_subprocess_exec(sys.executable, "-m", "docsbot.cli", "serve", cwd=REPO,
+    bot = await asyncio.create_subprocess_exec(sys.executable, "-m", "commands.cli", "serve", cwd=REPO,
                                                env={**os.environ, **env})
     async with aiohttp.ClientSession() as session:
         for _ in range(1200):

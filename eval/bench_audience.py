@@ -28,7 +28,7 @@ from bot.directory import Directory
 from bot.local import demo
 from bot.local.standin import SlackStandIn
 from bot.telemetry import close_client
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag import Level
 from state.audience import AudienceChanges
 from state.opening import open_state

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from docsbot.settings import Settings
-from docsbot.wiring import rag_config
+from foundation.settings import Settings
+from foundation.wiring import rag_config
 from eval import embed_worker
 from eval.repos import opened
 from rag import Document, IndexStats, LocalMiniLM, apply_documents, bulk_threads, chunk_document, length_batches

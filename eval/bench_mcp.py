@@ -38,8 +38,8 @@ from bot.http_guard import ConnectionGuard, listen
 from bot.local import demo
 from bot.local.standin import SlackStandIn
 from bot.telemetry import close_client
-from docsbot.settings import Settings
-from docsbot.wiring import lease_config, open_engine
+from foundation.settings import Settings
+from foundation.wiring import lease_config, open_engine
 from eval.bench_acks import REPO, free_port, line
 from rag import Engine, Level
 from state.opening import open_state

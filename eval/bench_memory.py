@@ -29,7 +29,7 @@ def first_sync(env: dict[str, str], data: Path) -> dict[str, float]:
     """Documents, chunks, peak RSS (MB) and seconds of one `docsbot sync` into the empty `data`."""
     env = {**env, "DOCSBOT_DATA_DIR": str(data)}
     started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-m", "docsbot.cli", "sync", "--json"], env=env,
+    child = subprocess.Popen([sys.executable, "-m", "commands.cli", "sync", "--json"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert child.stdout is not None
     out = child.stdout.read()

@@ -32,8 +32,8 @@ from eval.bench_acks import crowd
 from bot.blocks import is_placeholder
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import Call, Limit
-from docsbot.settings import Settings
-from docsbot.wiring import lease_config, open_engine, rag_config
+from foundation.settings import Settings
+from foundation.wiring import lease_config, open_engine, rag_config
 from rag import Engine
 from sync.folder import ensure_index
 from eval.standins.openai_server import OpenAIStandIn

@@ -27,8 +27,8 @@ QUESTION = "what does the bench index once?"
 
 
 def commands() -> dict[str, list[str]]:
-    """Each command as the person types it (the console script is `python -m docsbot.cli`)."""
-    docsbot = [sys.executable, "-m", "docsbot.cli"]
+    """Each command as the person types it (the console script is `python -m commands.cli`)."""
+    docsbot = [sys.executable, "-m", "commands.cli"]
     return {"python -c pass": [sys.executable, "-c", "pass"], "docsbot --help": [*docsbot, "--help"],
             "docsbot status": [*docsbot, "status"], "docsbot ask": [*docsbot, "ask", QUESTION],
             "docsbot sync": [*docsbot, "sync"]}
@@ -51,7 +51,7 @@ def measure(rounds: int, folder: Path) -> dict[str, dict[str, float]]:
     for variable in ("DOCSBOT_DATABASE_URL", "DOCSBOT_REPO", "OPENAI_BASE_URL"):  # the state file beside the index,
         env.pop(variable, None)  # the docs folder, the extractive answerer
     for setup in ("index", "sync"):  # the first sync rewrites the rows under its own signature
-        subprocess.run([sys.executable, "-m", "docsbot.cli", setup], env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-m", "commands.cli", setup], env=env, check=True, stdout=subprocess.DEVNULL)
     times: dict[str, list[float]] = {name: [] for name in commands()}
     for _ in range(rounds):
         for name, argv in commands().items():

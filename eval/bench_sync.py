@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 from pydantic import SecretStr
 
-from docsbot.settings import Settings
-from docsbot.wiring import lease_config, rag_config, sync_config
+from foundation.settings import Settings
+from foundation.wiring import lease_config, rag_config, sync_config
 from eval.repos import commit_files, index_differences, rebuild_at, run_git
 from rag import Embedder, Engine, ExtractiveAnswerer, make_embedder, open_index
 from sync.folder import index_folder

@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from docsbot.errors import ACTIONABLE
-from docsbot.settings import Settings
-from docsbot.wiring import rag_config
+from foundation.errors import ACTIONABLE
+from foundation.settings import Settings
+from foundation.wiring import rag_config
 from eval import metrics
 from eval.golden import GoldenError, load_golden, load_thresholds, thresholds_path
 from eval.runner import add_set_options

@@ -1,11 +1,11 @@
 """The promoted 👎 cases of a golden set in `python -m eval run`: which fail, and which cite
-documents that changed since the feedback (compared as bot.candidates compares a candidate's)."""
+documents that changed since the feedback (compared as insights.candidates compares a candidate's)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bot.candidates import DocState, changed_docs, index_docs
+from insights.candidates import DocState, changed_docs, index_docs
 from eval.golden import GoldenCase, GoldenError
 from rag import Index
 

@@ -19,11 +19,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bot.candidates import find_candidates, index_docs, render, used_docs
-from docsbot.settings import Settings
+from insights.candidates import find_candidates, index_docs, render, used_docs
+from foundation.settings import Settings
 from eval.golden import EVAL_DIR, GoldenError, load_golden, parse_case
-from docsbot.errors import ACTIONABLE
-from docsbot.wiring import index_config, open_state_db
+from foundation.errors import ACTIONABLE
+from foundation.wiring import index_config, open_state_db
 from rag import Index, StoreError, open_index
 from state.answers import AnswerLog, AnswerLogError, Feedback, LoggedAnswer
 from state.db import StateUnavailable

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from bot.access import AccessFileError, load_access
 from bot.blocks import answer_message
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from eval.fuzz_http import fuzz_slack, fuzz_webhook
 from eval.fuzzing import Outcome, run_property
 from rag import AccessRules, Answer, Citation, Diagnostics, DocumentError, chunk_document, parse_document, sections

@@ -20,8 +20,8 @@ from pydantic import SecretStr
 from bot.local import demo
 from bot.app import EVENTS_PATH
 from bot.local.harness import LocalSlack, local_slack
-from docsbot.settings import Settings
-from docsbot.wiring import open_engine, sync_config
+from foundation.settings import Settings
+from foundation.wiring import open_engine, sync_config
 from eval.fuzzing import Outcome, run_property
 from rag import ExtractiveAnswerer
 from sync.webhook import webhook_route

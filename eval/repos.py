@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import SecretStr
 
-from docsbot.settings import Settings
-from docsbot.wiring import lease_config, rag_config
+from foundation.settings import Settings
+from foundation.wiring import lease_config, rag_config
 from rag import Embedder, Engine, ExtractiveAnswerer, Index, IndexConfig, open_index
 from sync.folder import index_folder
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from docsbot.errors import ACTIONABLE
-from docsbot.settings import Settings
-from docsbot.wiring import rag_config
+from foundation.errors import ACTIONABLE
+from foundation.settings import Settings
+from foundation.wiring import rag_config
 from eval import metrics
 from eval.candidates import feedback_report
 from eval.facts import fact_report, pooled, with_overlay

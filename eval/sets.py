@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from docsbot.errors import UserError
-from docsbot.settings import Settings
-from docsbot.wiring import lease_config, rag_config
+from foundation.errors import UserError
+from foundation.settings import Settings
+from foundation.wiring import lease_config, rag_config
 from eval.golden import GoldenCase, GoldenError, default_golden_files
 from eval.procedures import checkout
 from rag import Embedder, Engine, Level, answerability, check_pattern, make_generator, open_index

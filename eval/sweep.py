@@ -27,9 +27,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from docsbot.errors import ACTIONABLE
-from docsbot.settings import Settings
-from docsbot.wiring import rag_config, retrieval_config
+from foundation.errors import ACTIONABLE
+from foundation.settings import Settings
+from foundation.wiring import rag_config, retrieval_config
 from eval import metrics
 from eval.golden import GoldenCase, GoldenError, load_golden
 from eval.runner import WEIGHT_KEYS, add_set_options

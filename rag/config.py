@@ -1,7 +1,7 @@
 """What `rag` is told: small frozen configuration objects, one per concern.
 
 `rag` reads no environment and knows no application settings: the application builds these
-from its own settings (docsbot/wiring.py) and passes them in. Each object holds only what its
+from its own settings (foundation/wiring.py) and passes them in. Each object holds only what its
 part of the pipeline uses, so an engine never sees a Slack token or a database URL. Secrets are
 plain strings left out of the repr.
 """

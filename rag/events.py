@@ -1,7 +1,7 @@
 """What `rag` reports as it works, for an application's metrics: LLM attempts, failures, retries.
 
 `rag` knows no metrics library. It calls the installed `RagEvents`, which does nothing until the
-application installs its own (docsbot counts them in Prometheus, docsbot/observability/metrics.py).
+application installs its own (docsbot counts them in Prometheus, foundation/observability/metrics.py).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ every chunk row. A page is due for review its review period after its last revie
 `last_reviewed`, after its last commit; the period is its `review_in`, else the configured
 default (DOCSBOT_REVIEW_DAYS). A citation of a deprecated, draft or overdue page carries a warning
 (`citation_warning`), and the docs-gaps report lists the overdue pages answers rely on
-(bot/gaps.py, through `review_of`).
+(insights/gaps.py, through `review_of`).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ class StateConfig:
 
 @dataclass(frozen=True)
 class GapsConfig:
-    """The docs-gaps report and the weekly digest to the docs owners (bot/gaps.py, bot/digest.py)."""
+    """The docs-gaps report and the weekly digest to the docs owners (insights/gaps.py, bot/digest.py)."""
 
     digest_cron: str = "0 9 * * MON"  # 5 cron fields, UTC; "": no digest
     name_askers: bool = False  # show who asked (off: the questions only)

@@ -1,5 +1,5 @@
 """What the answer log says about the docs: the questions they could not answer, the 👎 and the
-pages answers cite, over a window of time (the docs-gaps report and digest, bot/gaps.py).
+pages answers cite, over a window of time (the docs-gaps report and digest, insights/gaps.py).
 
 Every item carries the level of the conversation it was asked in (`context_level`): a question
 is shown only to someone whose level is at least that, since the question itself may say what a

@@ -1,7 +1,7 @@
 """What `sync` reports for an application's metrics: each sync's outcome.
 
 `sync` knows no metrics library. It calls the installed `SyncEvents`, which does nothing until the
-application installs its own (docsbot's Prometheus series, docsbot/observability/metrics.py).
+application installs its own (docsbot's Prometheus series, foundation/observability/metrics.py).
 """
 from __future__ import annotations
 

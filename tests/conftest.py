@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bot.local.harness import LocalSlack, local_slack
-from docsbot.settings import Settings
-from docsbot.wiring import lease_config, open_engine, rag_config
+from foundation.settings import Settings
+from foundation.wiring import lease_config, open_engine, rag_config
 from pydantic import SecretStr
 from rag import Engine, ExtractiveAnswerer, LocalMiniLM, open_index
 from sync.folder import index_folder

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bot.local import demo
 from bot.local.harness import local_slack
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag.engine import Engine
 from tests.test_bot_audience import eve_dm_level
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.settings import Settings
-from docsbot.wiring import rag_config
+from foundation.settings import Settings
+from foundation.wiring import rag_config
 from rag import answerability
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine

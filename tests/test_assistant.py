@@ -13,7 +13,7 @@ from bot.listeners.assistant import GREETING, SEARCHING
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import visible_text
 from bot.suggestions import most_asked, one_per_area
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag.engine import Engine
 from rag.levels import Level
 from tests.support.slack import BREAK_GLASS, VPN, answers, mention, open_home

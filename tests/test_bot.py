@@ -24,8 +24,8 @@ from bot.cli import sync_side
 from bot.docs_sync import webhook_routes
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import Failure, visible_text
-from docsbot.settings import Settings
-from docsbot.wiring import rag_config
+from foundation.settings import Settings
+from foundation.wiring import rag_config
 from rag.engine import Engine
 from state.opening import open_state
 from state.sync_requests import SyncRequests

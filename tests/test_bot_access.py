@@ -17,8 +17,8 @@ from bot.deliveries import buttons
 from bot.directory import Directory
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import Failure, SlackStandIn, visible_text
-from docsbot.settings import Settings
-from docsbot.wiring import rag_config
+from foundation.settings import Settings
+from foundation.wiring import rag_config
 from rag.engine import Engine
 from rag.levels import Level
 from tests.support.settings import SAMPLE_DOCS

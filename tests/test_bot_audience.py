@@ -16,8 +16,8 @@ from bot.directory import Directory
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import SlackStandIn, visible_text
 from bot.telemetry import close_client
-from docsbot.settings import Settings
-from docsbot.wiring import lease_config, rag_config
+from foundation.settings import Settings
+from foundation.wiring import lease_config, rag_config
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level

@@ -11,7 +11,7 @@ import pytest
 from bot.local import demo
 from bot.local.console import Console, readable
 from bot.local.harness import local_slack
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag.engine import Engine
 
 
@@ -80,7 +80,7 @@ def test_the_console_is_not_rate_limited_in_normal_use(tmp_path: Path) -> None:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DOCSBOT_", "OPENAI_", "SLACK_"))}
     env = {**clean, "DOCSBOT_DATA_DIR": str(tmp_path / "index"), "DOCSBOT_DOCS_DIR": str(docs)}
     typed = ":channel dm\n" + "how do I restart the API server?\n" * 8 + ":quit\n"
-    done = subprocess.run([sys.executable, "-m", "docsbot.cli", "console"], input=typed, env=env, text=True,
+    done = subprocess.run([sys.executable, "-m", "commands.cli", "console"], input=typed, env=env, text=True,
                           capture_output=True, timeout=600)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out

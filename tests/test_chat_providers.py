@@ -13,9 +13,9 @@ import pytest
 from aiohttp import web
 from pydantic import ValidationError
 
-from docsbot.doctor import llm_checks
-from docsbot.doctor_finding import Finding
-from docsbot.wiring import rag_config
+from commands.doctor import llm_checks
+from commands.doctor_finding import Finding
+from foundation.wiring import rag_config
 from eval.standins.threaded import ThreadedServer
 from rag import (
     Description, Engine, Failure, Level, LLMConfig, MalformedReply, ProbeFinding, ProviderError, RagEvents,

@@ -19,7 +19,7 @@ HEAVY = ("lancedb", "pyarrow", "slack_bolt", "slack_sdk", "sqlalchemy", "alembic
 
 PROBE = """
 import json, sys
-from docsbot.cli import main
+from commands.cli import main
 try:
     main({argv!r})
 except SystemExit:
@@ -52,7 +52,7 @@ def one_page_folder(tmp_path: Path) -> dict[str, str]:
 
 def test_ask_on_an_index_loads_only_what_answering_needs(tmp_path: Path) -> None:
     env = one_page_folder(tmp_path)
-    subprocess.run([sys.executable, "-m", "docsbot.cli", "index"], env=env, check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "commands.cli", "index"], env=env, check=True, capture_output=True)
     assert loaded_by(["ask", "where is the kettle?"], (*UNUSED, "sqlalchemy", "alembic"), env) == []
 
 
@@ -83,7 +83,7 @@ def test_bench_startup_reports_each_command_against_the_interpreter() -> None:
 def test_every_command_and_flag_has_help_text() -> None:
     import argparse
 
-    from docsbot.cli import ASK_CODES, build_parser
+    from commands.cli import ASK_CODES, build_parser
 
     missing = []
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))

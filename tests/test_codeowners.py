@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.wiring import sync_config
+from foundation.wiring import sync_config
 from eval.repos import commit_files
 from rag import LocalMiniLM, Ownership, find_codeowners, parse_codeowners
 from rag.store.search import Store

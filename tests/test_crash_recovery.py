@@ -13,7 +13,7 @@ from bot.deliveries import buttons
 from bot.local import demo
 from bot.local.standin import SlackStandIn, visible_text
 from bot.recovery import ORPHANED
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag.engine import Engine
 from eval.standins.openai_server import OpenAIStandIn
 from tests.support.served import served_with

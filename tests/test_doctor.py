@@ -15,8 +15,8 @@ from pydantic import SecretStr
 from bot.local import demo
 from eval.bench_acks import free_port
 from bot.local.standin import SlackStandIn
-from docsbot.doctor import Finding, manifest_scopes, run_checks
-from docsbot.settings import Settings
+from commands.doctor import Finding, manifest_scopes, run_checks
+from foundation.settings import Settings
 from rag.engine import Engine
 from tests.support.settings import REPO
 from eval.standins.openai_server import OpenAIStandIn
@@ -101,7 +101,7 @@ async def doctor(world: World, *args: str, **env: str) -> tuple[int, str]:
     environment = {**os.environ, "SLACK_BOT_TOKEN": demo.TOKEN, "SLACK_SIGNING_SECRET": demo.SIGNING_SECRET,
                    "SLACK_API_URL": world.standin.base_url, "OPENAI_BASE_URL": world.model.base_url,
                    "DOCSBOT_DATA_DIR": world.settings.data_dir, "DOCSBOT_ACCESS_FILE": str(demo.ACCESS_FILE), **env}
-    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "docsbot.cli", "doctor", *args, cwd=REPO,
+    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "commands.cli", "doctor", *args, cwd=REPO,
                                                    env=environment, stdout=asyncio.subprocess.PIPE)
     out, _ = await asyncio.wait_for(process.communicate(), 120)
     return process.returncode, out.decode()  # type: ignore[return-value]

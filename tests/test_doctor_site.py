@@ -1,4 +1,4 @@
-"""`doctor`'s site-links check (docsbot/doctor_site.py) on a Middleman tech-docs tree: the layouts
+"""`doctor`'s site-links check (commands/doctor_site.py) on a Middleman tech-docs tree: the layouts
 that give impossible paths are warnings naming the fix, and against a built-site stand-in served
 over local HTTP the pages that answer 404 are reported."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.doctor_files import unindexed_checks
-from docsbot.doctor_site import site_checks
+from commands.doctor_files import unindexed_checks
+from commands.doctor_site import site_checks
 from tests.support.settings import make_settings
 
 PAGES = ("standards/slo", "standards/logging", "manuals/aws-tagging", "manuals/licensing", "manuals/gone")

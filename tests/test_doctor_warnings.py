@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.links import links_of, web_from_remote
-from docsbot.settings import LINK_PRESETS, Settings
+from foundation.links import links_of, web_from_remote
+from foundation.settings import LINK_PRESETS, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "# Restart the API server\n\nTo restart the API server, delete its pods with oc delete pod.\n"
@@ -21,7 +21,7 @@ PAGE = "# Restart the API server\n\nTo restart the API server, delete its pods w
 
 def docsbot(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DOCSBOT_", "OPENAI_", "SLACK_"))}
-    return subprocess.run([sys.executable, "-m", "docsbot.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "commands.cli", *args], capture_output=True, text=True,
                           timeout=300, env={**clean, **env})
 
 

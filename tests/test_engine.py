@@ -5,8 +5,8 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from docsbot.settings import Settings
-from docsbot.wiring import rag_config
+from foundation.settings import Settings
+from foundation.wiring import rag_config
 from rag.engine import Engine
 from rag.followup import REWRITE_PROMPT
 from rag.generation import ExtractiveAnswerer, LLMChat

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.wiring import rag_config
+from foundation.wiring import rag_config
 from eval import calibrate, metrics, runner, sweep
 from eval.golden import GoldenCase, GoldenError, Thresholds, default_golden_files, load_golden, parse_case
 from rag import answerability

@@ -12,8 +12,8 @@ from typing import TypeVar
 
 import pytest
 
-from bot.candidates import find_candidates
-from docsbot.settings import Settings
+from insights.candidates import find_candidates
+from foundation.settings import Settings
 from eval import runner
 from eval.__main__ import main as eval_main
 from eval.golden import load_golden

@@ -15,7 +15,7 @@ from bot.blocks import FEEDBACK_DOWN, FEEDBACK_UP, THINKING
 from bot.deliveries import Delivered, buttons
 from bot.feedback import EXPECTED_INPUT, EXPIRED, FEEDBACK_EXPLAIN, FEEDBACK_FORM, REASON_INPUT, THANKS
 from bot.local.harness import LocalSlack, local_slack
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from eval import runner
 from eval.__main__ import main as eval_main
 from eval.golden import load_golden

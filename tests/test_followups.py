@@ -20,7 +20,7 @@ from bot.local import demo
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import SlackStandIn
 from eval.bench_acks import free_port, serve_env, start_bot
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag import Level
 from rag.engine import Engine
 from state.answers import AnswerRow

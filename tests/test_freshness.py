@@ -14,9 +14,9 @@ import pyarrow as pa
 import pytest
 
 from bot.blocks import answer_body, answer_message, citation_line
-from bot.gaps import GapFinder
-from docsbot.cli import render_answer
-from docsbot.wiring import lease_config, rag_config, sync_config
+from insights.gaps import GapFinder
+from commands.cli import render_answer
+from foundation.wiring import lease_config, rag_config, sync_config
 from eval.repos import commit_files
 from rag import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics, Engine, ExtractiveAnswerer, Level, LocalMiniLM
 from rag.store.search import Store

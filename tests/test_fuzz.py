@@ -11,7 +11,7 @@ import pytest
 
 from bot.access import AccessFileError, load_access
 from bot.local.harness import local_slack
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from eval.fuzz import check_document, check_mrkdwn, fuzz_access_files, fuzz_documents, fuzz_mrkdwn
 from eval.fuzz_http import EVENTS_PATH, SlackCase, _slack_headers, fuzz_slack, fuzz_webhook
 from eval.fuzzing import Outcome

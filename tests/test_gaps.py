@@ -19,15 +19,15 @@ from bot.access import AccessPolicy, parse_access
 from bot.app import build_bot
 from bot.deliveries import buttons
 from bot.digest import claim_key, cron_trigger, refresh_metrics, send_digests
-from bot.gaps import GROUP_THRESHOLD, GapFinder, group_by_meaning
+from insights.gaps import GROUP_THRESHOLD, GapFinder, group_by_meaning
 from bot.feedback import EXPECTED_INPUT, REASON_INPUT
 from bot.local import demo
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import visible_text
 from bot.recipients import Recipients
 from bot.telemetry import close_client
-from docsbot.settings import Settings
-from docsbot.wiring import gaps_config, open_state_db, rag_config
+from foundation.settings import Settings
+from foundation.wiring import gaps_config, open_state_db, rag_config
 from rag import Answer, Citation, Diagnostics, Engine, ExtractiveAnswerer, Level, LocalMiniLM
 from rag.store.search import Store
 from state.answers import AnswerLog
@@ -179,7 +179,7 @@ def test_grouping_keeps_the_phrasings_of_one_need_together(embedder: LocalMiniLM
 
 @pytest.mark.shared
 def test_the_grouping_threshold_on_the_dev_sets_unanswerable_questions(embedder: LocalMiniLM) -> None:
-    """How GROUP_THRESHOLD was chosen (bot/gaps.py): each dev-set follow-up labelled unanswerable
+    """How GROUP_THRESHOLD was chosen (insights/gaps.py): each dev-set follow-up labelled unanswerable
     comes from its own conversation, so a group of two is two conversations merged."""
     sets = [SHARED / "eval" / name / "golden.jsonl" for name in ("mtrag-govt-dev", "mtrag-clapnq-dev")]
     rows = [json.loads(line) for path in sets for line in path.read_text().splitlines()]

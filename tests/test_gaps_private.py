@@ -16,7 +16,7 @@ from bot.digest import send_digests
 from bot.local import demo
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import visible_text
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag import Engine, Level
 from tests.support.cli import docsbot
 from tests.support.slack import VPN, answers, open_home

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from docsbot.wiring import llm_config
+from foundation.wiring import llm_config
 from rag.check import check_answer
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer, LLMChat, ProviderError

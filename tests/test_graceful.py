@@ -10,7 +10,7 @@ import time
 from bot.blocks import THINKING
 from bot.serve import RESTARTED
 from bot.local.standin import visible_text
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag.engine import Engine
 from tests.support.served import Served, served
 from tests.support.waiting import until

@@ -6,7 +6,7 @@ import pytest
 from bot.local import demo
 from bot.local.console import Console
 from bot.local.harness import local_slack
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag.engine import Engine
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.wiring import sync_config
+from foundation.wiring import sync_config
 from eval.repos import GIT_USER, commit_files, index_rows, run_git
 from rag.documents import REASON_MAX, AccessRules, DocumentError, load_folder, parse_document, read_document
 from rag.paths import NAME_MAX, PATH_MAX, scan_folder

@@ -59,7 +59,7 @@ def test_sync_never_puts_the_token_in_argv(tmp_path: Path) -> None:
         DOCSBOT_REPO=f"http://docs-reader:{TOKEN}@127.0.0.1:{server.server_port}/acme/docs.git",
         DOCSBOT_DATA_DIR=str(tmp_path / "index"), DOCSBOT_SYNC_FETCH_RETRIES="0", DOCSBOT_GIT_TIMEOUT_S="60",
     )
-    sync = subprocess.Popen([sys.executable, "-m", "docsbot.cli", "sync"], env=env, cwd=tmp_path,
+    sync = subprocess.Popen([sys.executable, "-m", "commands.cli", "sync"], env=env, cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30

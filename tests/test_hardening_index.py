@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.cli import main
-from docsbot.wiring import rag_config
+from commands.cli import main
+from foundation.wiring import rag_config
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
@@ -76,7 +76,7 @@ def test_rebuild_swaps_in_while_the_old_index_keeps_answering(
     engine = Engine(rag_config(settings), Store(str(data), refresh_s=0.1), embedder, ExtractiveAnswerer())
     version = engine.store.chunks().version
     env = {"DOCSBOT_DATA_DIR": str(data), "DOCSBOT_DOCS_DIR": str(SAMPLE_DOCS)}
-    rebuild = subprocess.Popen([sys.executable, "-m", "docsbot.cli", "index", "--rebuild"],
+    rebuild = subprocess.Popen([sys.executable, "-m", "commands.cli", "index", "--rebuild"],
                                env={**docsbot_env(), **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     async def ask_until_done() -> list[str | None]:

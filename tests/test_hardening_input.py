@@ -21,7 +21,7 @@ from bot.local import demo
 from bot.blocks import ASK_FORM, QUESTION_INPUT
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import visible_text
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag.engine import Engine
 from rag.store.errors import IndexUnreadable, unreadable
 from state.opening import open_state

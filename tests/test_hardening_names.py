@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from docsbot.wiring import sync_config
+from foundation.wiring import sync_config
 from eval.repos import commit_files, index_rows
 from rag.paths import NOT_UTF8_NAME
 from rag.embeddings import LocalMiniLM

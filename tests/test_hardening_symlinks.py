@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.cli import main
+from commands.cli import main
 from eval.repos import commit_files, index_rows
 from rag.documents import AccessRules, DocumentError, load_folder, read_document
 from rag.paths import HIDDEN, SYMLINK

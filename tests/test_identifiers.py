@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.wiring import lease_config, rag_config
+from foundation.wiring import lease_config, rag_config
 from rag import Engine, Level
 from rag.store.search import Store
 from rag.embeddings import LocalMiniLM

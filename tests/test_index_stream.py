@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from docsbot.wiring import rag_config
+from foundation.wiring import rag_config
 from rag import EmbeddingError, LocalMiniLM
 from rag import Index, open_index
 from rag.config import RagConfig

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.settings import Settings
-from docsbot.wiring import rag_config
+from foundation.settings import Settings
+from foundation.wiring import rag_config
 from rag import Engine, ExtractiveAnswerer, LocalMiniLM
 from rag.store.search import Store
 from rag.levels import Level

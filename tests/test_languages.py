@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from bot.local import demo
 from bot.local.harness import local_slack
 from bot.local.standin import visible_text
-from docsbot.settings import Settings
-from docsbot.wiring import lease_config, rag_config
+from foundation.settings import Settings
+from foundation.wiring import lease_config, rag_config
 from rag import Engine, ExtractiveAnswerer, Level, LocalMiniLM, load_folder
 from rag.store.search import Store
 from rag.formats.language import Variant, language_folders, language_tag, variant

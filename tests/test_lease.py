@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.settings import Settings
-from docsbot.wiring import lease_config, state_config
+from foundation.settings import Settings
+from foundation.wiring import lease_config, state_config
 from state.opening import open_state
 from state.leases import Leases
 from sync.errors import SyncBusy
@@ -72,7 +72,7 @@ def holder_process(settings: Settings, state_url: str) -> subprocess.Popen:
     """A one-shot writer in another process, holding the lease until killed."""
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import time; from docsbot.settings import Settings; from docsbot.wiring import lease_config; "
+         "import time; from foundation.settings import Settings; from foundation.wiring import lease_config; "
          "from sync.lease import writer_lease\n"
          "with writer_lease(lease_config(Settings(_env_file=None))):\n    print('held', flush=True); time.sleep(120)"],
         env={**os.environ, "PYTHONPATH": str(REPO), "DOCSBOT_DATABASE_URL": state_url,
@@ -156,7 +156,7 @@ async def test_a_holder_that_cannot_renew_stops_counting_itself_the_writer(tmp_p
 def test_status_shows_the_index_when_the_state_database_is_unreachable(
     tmp_path: Path, sample_index: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from docsbot.cli import main
+    from commands.cli import main
 
     monkeypatch.setenv("DOCSBOT_DATA_DIR", str(sample_index))
     monkeypatch.setenv("DOCSBOT_DATABASE_URL", "postgresql://bot:hunter2@127.0.0.1:9/state")

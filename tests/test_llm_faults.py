@@ -13,8 +13,8 @@ from bot.local import demo
 from bot.answering import FAILED
 from bot.local.harness import local_slack
 from bot.local.standin import visible_text
-from docsbot.wiring import llm_config
-from docsbot.settings import Settings
+from foundation.wiring import llm_config
+from foundation.settings import Settings
 from rag.answer import ABSTAIN_MESSAGES
 from rag.check import LINK_REMOVED, StreamGate, inert, links_in, without_foreign_links
 from rag.engine import Engine

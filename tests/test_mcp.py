@@ -17,8 +17,8 @@ from sqlalchemy import text
 from agents.http import MCP_PATH
 from bot.local import demo
 from bot.local.standin import visible_text
-from docsbot.settings import Settings
-from docsbot.mcp_command import stdio_level
+from foundation.settings import Settings
+from commands.mcp_command import stdio_level
 from eval.bench_mcp import measure, over_http
 from rag import Answer, Diagnostics, Engine, Level
 from state.gaps import GapLog

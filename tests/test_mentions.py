@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.settings import Settings
-from docsbot.wiring import rag_config
+from foundation.settings import Settings
+from foundation.wiring import rag_config
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer

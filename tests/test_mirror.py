@@ -12,8 +12,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from docsbot.settings import Settings
-from docsbot.wiring import rag_config, sync_config
+from foundation.settings import Settings
+from foundation.wiring import rag_config, sync_config
 from eval.repos import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine

@@ -4,7 +4,7 @@ came close it says nothing covers it (issues 22 item 3, 24 item 6)."""
 from __future__ import annotations
 
 from bot.blocks import answer_body
-from docsbot.cli import render_answer
+from commands.cli import render_answer
 from rag.answer import ABSTAIN_MESSAGES
 from rag.engine import Engine
 from rag.levels import Level

@@ -21,10 +21,10 @@ from eval.bench_acks import free_port
 from bot.deliveries import buttons
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import Failure
-from docsbot.cli import load_settings
-from docsbot.errors import UserError
-from docsbot.observability.metrics import FAILURES
-from docsbot.settings import Settings
+from commands.cli import load_settings
+from foundation.errors import UserError
+from foundation.observability.metrics import FAILURES
+from foundation.settings import Settings
 from rag import ABSTAIN_MESSAGES
 from rag.engine import Engine
 from eval.repos import commit_files
@@ -202,7 +202,7 @@ async def test_the_sync_worker_serves_its_metrics(tmp_path: Path) -> None:
            "DOCSBOT_DEFAULT_LEVEL": "team", "DOCSBOT_METRICS_PORT": str(port), "DOCSBOT_SYNC_JITTER_S": "0"}
     log = tmp_path / "worker.log"
     with log.open("wb") as stderr:
-        process = await asyncio.create_subprocess_exec(sys.executable, "-m", "docsbot.cli", "sync", "--watch",
+        process = await asyncio.create_subprocess_exec(sys.executable, "-m", "commands.cli", "sync", "--watch",
                                                        cwd=REPO, env=env, stderr=stderr)
     samples: dict = {}
     try:

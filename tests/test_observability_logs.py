@@ -13,8 +13,8 @@ import pytest
 from bot.local import demo
 from bot.deliveries import buttons
 from bot.local.standin import Failure
-from docsbot.observability.logs import setup_logging
-from docsbot.settings import Settings
+from foundation.observability.logs import setup_logging
+from foundation.settings import Settings
 from rag.engine import Engine
 from tests.support.served import served
 from tests.support.waiting import until

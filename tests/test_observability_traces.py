@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag.engine import Engine
 from tests.support.served import served
 from tests.support.settings import REPO, SAMPLE_DOCS
@@ -80,7 +80,7 @@ async def test_one_trace_per_sync(sample_engine: Engine, settings: Settings, rec
     found, endpoint = receiver
     env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "DOCSBOT_DATA_DIR": settings.data_dir,
            "DOCSBOT_DOCS_DIR": str(SAMPLE_DOCS)}
-    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "docsbot.cli", "sync", cwd=REPO, env=env,
+    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "commands.cli", "sync", cwd=REPO, env=env,
                                                    stdout=asyncio.subprocess.DEVNULL)
     assert await asyncio.wait_for(process.wait(), 120) == 0
     assert [names for names in found.by_trace().values()] == [["sync"]]

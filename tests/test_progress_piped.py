@@ -8,7 +8,7 @@ import sys
 
 PROBE = """
 import time
-from docsbot.cli import build_parser, configure_observability, load_settings
+from commands.cli import build_parser, configure_observability, load_settings
 configure_observability(load_settings(), build_parser().parse_args(["sync"]))
 from rag.progress import Progress
 progress = Progress(300, log_every_s=0.05)

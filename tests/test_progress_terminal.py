@@ -13,7 +13,7 @@ import sys
 import termios
 from pathlib import Path
 
-COMMAND = [sys.executable, "-m", "docsbot.cli"]
+COMMAND = [sys.executable, "-m", "commands.cli"]
 
 
 def folders(tmp_path: Path) -> dict[str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from docsbot.wiring import llm_config
+from foundation.wiring import llm_config
 from rag.engine import Engine
 from rag.generation import LLMChat
 from rag.levels import Level

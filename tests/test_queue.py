@@ -15,7 +15,7 @@ from eval.bench_acks import percentile
 from bot.queue import AnswerQueue
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import Workspace, visible_text
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag.engine import Engine
 from eval.standins.openai_server import OpenAIStandIn
 from tests.support.slack import VPN, answers, mention, model_settings, with_model

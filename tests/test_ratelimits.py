@@ -11,7 +11,7 @@ from bot.local import demo
 from bot.answering import RATE_LIMITED
 from bot.local.harness import local_slack
 from bot.local.standin import Call, Failure, visible_text
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from eval.bench_ratelimits import REPLY, Burst, run_burst
 from rag.engine import Engine
 from eval.standins.openai_server import OpenAIStandIn

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import AliasChoices, SecretStr
 
-from docsbot.settings import Settings
+from foundation.settings import Settings
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 UNSET = (None, "", [], {})

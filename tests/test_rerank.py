@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.wiring import rag_config
+from foundation.wiring import rag_config
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer

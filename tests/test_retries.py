@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from alembic.script import ScriptDirectory
 
-from docsbot.wiring import llm_config
+from foundation.wiring import llm_config
 from eval.repos import commit_files
 from rag import Answer, Diagnostics
 from rag.generation import LLMChat, ProviderError

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from docsbot.wiring import retrieval_config
+from foundation.wiring import retrieval_config
 from rag import answerability
 from rag.check import renumber
 from rag.followup import heuristic_query, looks_context_dependent

@@ -13,8 +13,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from docsbot.cli import main
-from docsbot.wiring import rag_config, sync_config
+from commands.cli import main
+from foundation.wiring import rag_config, sync_config
 from eval.repos import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine

@@ -127,7 +127,7 @@ class Cluster:
             self.ports[name] = free_port()
             env["PORT"] = str(self.ports[name])
         log = open(self.tmp / f"{name}.log", "w")
-        self.procs[name] = subprocess.Popen([sys.executable, "-m", "docsbot.cli", *args], env=env, cwd=self.tmp,
+        self.procs[name] = subprocess.Popen([sys.executable, "-m", "commands.cli", *args], env=env, cwd=self.tmp,
                                             stdout=log, stderr=subprocess.STDOUT)
 
     def log(self, name: str) -> str:

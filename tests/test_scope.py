@@ -13,8 +13,8 @@ from bot.access import AccessFileError, load_access, parse_access
 from bot.local import demo
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import visible_text
-from docsbot.doctor import scope_checks
-from docsbot.settings import Settings
+from commands.doctor import scope_checks
+from foundation.settings import Settings
 from rag import Scope
 from rag.engine import Engine
 from state.answers import AnswerRow

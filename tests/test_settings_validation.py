@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.cli import main
+from commands.cli import main
 from tests.support.settings_walk import numeric_settings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -92,8 +92,8 @@ def test_defaults_and_the_presets_are_valid(monkeypatch: pytest.MonkeyPatch, tmp
 def test_list_weights_are_keyed_by_list_name_the_others_at_their_defaults(
     value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from docsbot.settings import Settings
-    from docsbot.wiring import retrieval_config
+    from foundation.settings import Settings
+    from foundation.wiring import retrieval_config
 
     monkeypatch.setenv("DOCSBOT_LIST_WEIGHTS", value)
     config = retrieval_config(Settings(_env_file=None))
@@ -104,7 +104,7 @@ def test_list_weights_are_keyed_by_list_name_the_others_at_their_defaults(
 
 def test_every_numeric_setting_has_a_range() -> None:
     """A numeric setting added without a range would accept 0, -1 or 1e9 silently."""
-    from docsbot.settings import BOUNDS, Settings
+    from foundation.settings import BOUNDS, Settings
 
     numeric = {name for name, field in Settings.model_fields.items() if field.annotation in (int, float)}
     assert numeric - set(BOUNDS) == set()

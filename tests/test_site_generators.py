@@ -124,7 +124,7 @@ def test_the_url_template_states_the_rule_when_no_generator_is_recognised(rel: s
 
 
 def test_the_url_template_setting_is_checked_and_wins_over_the_site_url(tmp_path: Path) -> None:
-    from docsbot.links import site_of
+    from foundation.links import site_of
     from tests.support.settings import make_settings
 
     settings = make_settings(tmp_path, site_url="https://a.example/",

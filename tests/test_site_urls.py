@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 
 from bot.blocks import answer_message, citation_line
-from docsbot.cli import render_answer
-from docsbot.settings import Settings
-from docsbot.wiring import lease_config, open_engine, rag_config
+from commands.cli import render_answer
+from foundation.settings import Settings
+from foundation.wiring import lease_config, open_engine, rag_config
 from eval.repos import run_git
 from rag import Answer, Citation, Diagnostics, Level, LocalMiniLM
 from rag.site import SITE_LAYOUTS, SiteInfo, detect_layout, detect_site, page_url, routing_front_matter

@@ -9,7 +9,7 @@ import os
 import time
 
 from bot.local.standin import visible_text
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag.engine import Engine
 from tests.support.served import Served, served
 from tests.support.waiting import until

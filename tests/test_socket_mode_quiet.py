@@ -29,9 +29,9 @@ def test_unreachable_slack_in_socket_mode_logs_a_few_lines(tmp_path: Path) -> No
     env = {**clean, "DOCSBOT_DATA_DIR": str(tmp_path / "index"), "SLACK_BOT_TOKEN": "xoxb-test",
            "SLACK_SIGNING_SECRET": "secret", "SLACK_APP_TOKEN": "xapp-test", "PORT": str(closed_port()),
            "SLACK_API_URL": f"http://127.0.0.1:{closed_port()}/api/"}
-    subprocess.run([sys.executable, "-m", "docsbot.cli", "index", "--docs", str(docs)], env=env, check=True,
+    subprocess.run([sys.executable, "-m", "commands.cli", "index", "--docs", str(docs)], env=env, check=True,
                    capture_output=True, timeout=300)
-    served = subprocess.Popen([sys.executable, "-m", "docsbot.cli", "serve"], env=env, text=True,
+    served = subprocess.Popen([sys.executable, "-m", "commands.cli", "serve"], env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert served.stdout is not None
     lines = [served.stdout.readline()]

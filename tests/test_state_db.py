@@ -10,11 +10,11 @@ import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
-from docsbot.errors import UserError
+from foundation.errors import UserError
 from eval.bench_acks import free_port
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from docsbot.wiring import database_url
+from foundation.wiring import database_url
 from state import db as state_db
 from state.db import StateDB, StateUnavailable, _async_engine, alembic_config, migrate, redacted
 from state.opening import open_state
@@ -63,7 +63,7 @@ async def test_two_processes_starting_on_an_empty_database_both_migrate(state_ur
 def test_docsbot_migrate_command(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSBOT_")}
     env |= {"PYTHONPATH": str(REPO), "DOCSBOT_DATA_DIR": str(tmp_path / "idx")}
-    done = subprocess.run([sys.executable, "-m", "docsbot.cli", "migrate"], env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "commands.cli", "migrate"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"state database schema at revision {HEAD}"
     assert (tmp_path / "idx" / "state.db").is_file()
@@ -73,7 +73,7 @@ def test_an_unreachable_server_is_one_line_without_the_password(tmp_path: Path) 
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSBOT_")}
     env |= {"PYTHONPATH": str(REPO), "DOCSBOT_DATA_DIR": str(tmp_path / "idx"),
             "DOCSBOT_DATABASE_URL": "postgresql://bot:hunter2@127.0.0.1:9/state"}
-    done = subprocess.run([sys.executable, "-m", "docsbot.cli", "migrate"], env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "commands.cli", "migrate"], env=env, capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.startswith(
         "docsbot: error: state database postgresql://bot:***@127.0.0.1:9/state is unavailable")
@@ -86,7 +86,7 @@ def test_an_empty_or_malformed_database_url_ends_serve_in_one_line(tmp_path: Pat
     env |= {"PYTHONPATH": str(REPO), "DOCSBOT_DATA_DIR": str(tmp_path / "idx"), "DOCSBOT_DATABASE_URL": url,
             "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": "secret", "SLACK_API_URL": "http://127.0.0.1:9/",
             "PORT": str(free_port())}
-    done = subprocess.run([sys.executable, "-m", "docsbot.cli", "serve"], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "commands.cli", "serve"], env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr.startswith("docsbot: error: DOCSBOT_DATABASE_URL is "), done.stderr[-2000:]

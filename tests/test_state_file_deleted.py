@@ -12,7 +12,7 @@ from bot.blocks import FEEDBACK_UP, THINKING
 from bot.deliveries import buttons
 from bot.local import demo
 from bot.local.harness import local_slack
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag.engine import Engine
 from tests.support.slack import VPN
 

@@ -10,8 +10,8 @@ import lancedb
 import pyarrow as pa
 from pydantic import SecretStr
 
-from docsbot.settings import Settings
-from docsbot.wiring import state_config
+from foundation.settings import Settings
+from foundation.wiring import state_config
 from state.answers import AnswerLog
 from state.opening import open_state
 from state.legacy import LegacyImport
@@ -111,8 +111,8 @@ async def test_two_processes_starting_at_once_import_once(tmp_path: Path, state_
     script = (
         "import asyncio, sys, time\n"
         "from pydantic import SecretStr\n"
-        "from docsbot.settings import Settings\n"
-        "from docsbot.wiring import state_config\n"
+        "from foundation.settings import Settings\n"
+        "from foundation.wiring import state_config\n"
         "from state.opening import open_state\n"
         "async def main(data_dir, url, name, start):\n"
         "    await asyncio.sleep(float(start) - time.time())\n"

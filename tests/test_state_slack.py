@@ -23,7 +23,7 @@ from bot.deliveries import buttons
 from bot.feedback import RETRY
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import visible_text
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag.engine import Engine
 
 VPN = "how do I set up the VPN?"

@@ -14,7 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from bot.local.standin import visible_text
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag.engine import Engine
 from state.db import StateDB, StateUnavailable
 from state.opening import open_state

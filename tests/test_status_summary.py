@@ -12,7 +12,7 @@ from tests.support.cli import docsbot
 
 PAGES = {"install.md": "# Install\n\nRun `pip install tool`.\n", "upgrade.md": "# Upgrade\n\nStop it, then upgrade.\n"}
 # The status a process prints, and whether it loaded LanceDB (or Alembic) to get it.
-PROBE = ("import json, sys\nfrom docsbot.cli import load_settings\nfrom docsbot.wiring import sync_config\n"
+PROBE = ("import json, sys\nfrom commands.cli import load_settings\nfrom foundation.wiring import sync_config\n"
          "from sync.status import load_status\nstatus = load_status(sync_config(load_settings()))\n"
          "print(json.dumps({'status': status, 'lancedb': 'lancedb' in sys.modules, "
          "'alembic': 'alembic' in sys.modules}))")

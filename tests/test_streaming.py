@@ -9,8 +9,8 @@ from bot.blocks import FEEDBACK_DOWN, FEEDBACK_UP
 from bot.deliveries import buttons
 from bot.local.harness import local_slack
 from bot.local.standin import visible_text
-from docsbot.wiring import llm_config
-from docsbot.settings import Settings
+from foundation.wiring import llm_config
+from foundation.settings import Settings
 from rag.answer import ABSTAIN_MESSAGES
 from rag.engine import Engine
 from rag.generation import LLMChat

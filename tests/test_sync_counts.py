@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docsbot.readiness import readable_documents
-from docsbot.wiring import sync_config
+from commands.readiness import readable_documents
+from foundation.wiring import sync_config
 from eval.repos import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.levels import Level

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from docsbot.cli import main
-from docsbot.wiring import rag_config, state_config, sync_config
+from commands.cli import main
+from foundation.wiring import rag_config, state_config, sync_config
 from eval.repos import commit_files, index_rows, rebuild_at, run_git
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
@@ -188,7 +188,7 @@ def sync_process(settings, kill_at: str = "") -> subprocess.CompletedProcess:
            "DOCSBOT_DEFAULT_LEVEL": "team", "DOCSBOT_REPO_WEB": settings.repo_web,
            "DOCSBOT_SYNC_KILL_AT": kill_at, "DOCSBOT_SYNC_LEASE_TTL_S": str(KILLED_LEASE_TTL_S),
            "DOCSBOT_SYNC_LEASE_RENEW_S": "0.3"}
-    return subprocess.run([sys.executable, "-m", "docsbot.cli", "sync"], env=env, cwd=Path(settings.data_dir).parent,
+    return subprocess.run([sys.executable, "-m", "commands.cli", "sync"], env=env, cwd=Path(settings.data_dir).parent,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -233,8 +233,8 @@ def test_a_second_sync_is_refused_while_another_process_holds_the_writer_lease(
     settings = sync_settings(tmp_path, source, sync_lease_ttl_s=2.0, sync_lease_renew_s=0.3)
     c1 = commit_files(source, {"ops/oncall.md": ONCALL})
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import time; from docsbot.settings import Settings; "
-         "from docsbot.wiring import lease_config; "
+        [sys.executable, "-c", "import time; from foundation.settings import Settings; "
+         "from foundation.wiring import lease_config; "
          "from sync.lease import writer_lease\n"
          "with writer_lease(lease_config(Settings(_env_file=None))):\n    print('held', flush=True); time.sleep(60)"],
         env={**os.environ, "DOCSBOT_DATA_DIR": settings.data_dir, "DOCSBOT_SYNC_LEASE_TTL_S": "2",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docsbot.wiring import sync_config
+from foundation.wiring import sync_config
 from eval.repos import commit_files, index_rows
 from rag.embeddings import LocalMiniLM
 from sync.service import run_sync

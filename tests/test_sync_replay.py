@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from docsbot.wiring import rag_config, sync_config
+from foundation.wiring import rag_config, sync_config
 from eval.repos import rebuild_at, run_git
 from rag import open_index
 from rag.embeddings import LocalMiniLM

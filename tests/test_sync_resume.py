@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from docsbot.wiring import state_config, sync_config
+from foundation.wiring import state_config, sync_config
 from eval.repos import commit_files, run_git
 from rag.store.search import Store
 from state.opening import open_state
@@ -43,7 +43,7 @@ def sync_command(settings) -> tuple[list[str], dict[str, str]]:
            # One thread: ~15 s of embedding, so the kill lands well before the end although the
            # progress row seen is up to 2 s old (with both cores it once finished in between).
            "DOCSBOT_EMBEDDING_THREADS": "1"}
-    return [sys.executable, "-m", "docsbot.cli", "sync", "--json"], env
+    return [sys.executable, "-m", "commands.cli", "sync", "--json"], env
 
 
 def progress_row(settings) -> SyncProgressRow | None:
@@ -106,7 +106,7 @@ def test_index_of_a_git_work_tree_records_its_commit(tmp_path: Path) -> None:
            "DOCSBOT_DATA_DIR": str(tmp_path / "index")}
 
     def docsbot(*args: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "docsbot.cli", *args], env=env, cwd=tmp_path,
+        done = subprocess.run([sys.executable, "-m", "commands.cli", *args], env=env, cwd=tmp_path,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bot.docs_sync import in_words
-from docsbot.wiring import sync_config
+from foundation.wiring import sync_config
 from eval.repos import commit_files
 from sync.status import load_status, render_status
 from tests.support.settings import REPO, make_settings
@@ -34,14 +34,14 @@ def environment(tmp_path: Path, repo: Path) -> dict[str, str]:
 
 
 def docsbot(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "docsbot.cli", *args], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "commands.cli", *args], env=env, capture_output=True, text=True,
                           timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
 
 def worker(env: dict[str, str], cwd: Path, preexec: Callable[[], None] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "docsbot.cli", "sync", "--watch"], env=env, cwd=cwd,
+    return subprocess.Popen([sys.executable, "-m", "commands.cli", "sync", "--watch"], env=env, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=preexec)
 
 

@@ -16,8 +16,8 @@ from aiohttp import web
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from docsbot.settings import Settings
-from docsbot.wiring import state_config, sync_config
+from foundation.settings import Settings
+from foundation.wiring import state_config, sync_config
 from eval.repos import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.store.search import Store

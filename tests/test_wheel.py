@@ -60,7 +60,7 @@ def test_the_wheel_holds_every_runtime_file_and_answers_a_question(tmp_path: Pat
     where = subprocess.run([str(python), "-c", "import rag; print(rag.__file__)"], cwd=work, env=env,
                            capture_output=True, text=True, timeout=60)
     assert where.stdout.startswith(site), where.stdout + where.stderr  # the wheel's copy, not the checkout
-    asked = subprocess.run([str(python), "-m", "docsbot.cli", "ask", "--docs", str(docs), "--level", "team",
+    asked = subprocess.run([str(python), "-m", "commands.cli", "ask", "--docs", str(docs), "--level", "team",
                             "How do I set up the VPN?"], cwd=work, env=env, capture_output=True, text=True,
                            timeout=240)
     assert asked.returncode == 0, asked.stderr[-2000:]

@@ -20,7 +20,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks, feedback, telemetry
-from bot.candidates import find_candidates, render
+from insights.candidates import find_candidates, render
 from bot.notes import Notes, by_response_url, ephemeral
 from bot.services import Services, services_of
 from rag import Level

@@ -11,7 +11,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks
-from bot.candidates import find_candidates
+from insights.candidates import find_candidates
 from bot.digest import home_summary
 from bot.listeners.commands import HELP
 from bot.services import Services, services_of

@@ -18,7 +18,7 @@ from bot.deliveries import buttons
 from bot.local.harness import LocalSlack, local_slack
 from bot.services import SyncCommand
 from bot.local.standin import visible_text
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from rag import Engine
 from state.db import StateDB
 

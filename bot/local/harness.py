@@ -17,8 +17,8 @@ from bot.deliveries import SlackDeliveries
 from bot.services import SyncCommand, housekeeping
 from bot.local.standin import SlackStandIn, Workspace
 from bot.telemetry import close_client
-from docsbot.settings import Settings
-from docsbot.wiring import open_state_db
+from foundation.settings import Settings
+from foundation.wiring import open_state_db
 from rag import Engine
 from state.db import StateDB
 

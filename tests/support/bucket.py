@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docsbot.settings import Settings
-from docsbot.wiring import sync_config
+from foundation.settings import Settings
+from foundation.wiring import sync_config
 from eval.repos import commit_files
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine

@@ -10,6 +10,6 @@ from pathlib import Path
 def docsbot(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DOCSBOT_", "OPENAI_", "SLACK_"))}
     return subprocess.run(
-        [sys.executable, "-m", "docsbot.cli", *args], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "commands.cli", *args], capture_output=True, text=True, timeout=120,
         env={**clean, **(env or {})}, cwd=cwd,
     )

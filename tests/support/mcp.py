@@ -22,7 +22,7 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 @asynccontextmanager
 async def over_stdio(env: dict[str, str], *args: str) -> AsyncIterator[ClientSession]:
     """A real `docsbot mcp` process (its stderr is this process's)."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "docsbot.cli", "mcp", *args], env=env,
+    params = StdioServerParameters(command=sys.executable, args=["-m", "commands.cli", "mcp", *args], env=env,
                                    cwd=str(REPO))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

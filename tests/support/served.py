@@ -81,7 +81,7 @@ async def served_with(data_dir: str, standin: SlackStandIn, model: OpenAIStandIn
         if open_files is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
 
-    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "docsbot.cli", "serve", cwd=REPO,
+    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "commands.cli", "serve", cwd=REPO,
                                                    env=environment, stderr=asyncio.subprocess.PIPE, preexec_fn=limit)
     session = aiohttp.ClientSession()
     ws = standin.workspace

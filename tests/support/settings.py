@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docsbot.settings import Settings
+from foundation.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_DOCS = REPO / "docs-sync"

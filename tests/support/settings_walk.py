@@ -14,8 +14,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from docsbot.cli import env_name, main
-from docsbot.settings import Settings
+from commands.cli import env_name, main
+from foundation.settings import Settings
 
 VALUES = {int: ("0", "-1", "9" * 30), float: ("0", "-1", "1e300")}
 CASE_TIMEOUT_S = 120

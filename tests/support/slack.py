@@ -7,8 +7,8 @@ from typing import Any
 
 from bot.blocks import THINKING
 from bot.local.harness import LocalSlack
-from docsbot.settings import Settings
-from docsbot.wiring import rag_config
+from foundation.settings import Settings
+from foundation.wiring import rag_config
 from rag.engine import Engine
 from rag.generation import make_generator
 from eval.standins.openai_server import OpenAIStandIn

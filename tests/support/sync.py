@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docsbot.settings import Settings
+from foundation.settings import Settings
 from eval.repos import index_differences, index_rows, opened, run_git
 from rag import Index
 from tests.support.settings import make_settings

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rag import Level
 
 if TYPE_CHECKING:
-    from docsbot.settings import Settings
+    from foundation.settings import Settings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,7 +36,7 @@ def cmd_mcp(settings: Settings, args: argparse.Namespace) -> int:
 
     from agents.server import build_server, fixed_caller, logged_privately
     from agents.tools import Caller, DocsTools
-    from docsbot.wiring import open_engine, open_state_db
+    from foundation.wiring import open_engine, open_state_db
     from state.answers import AnswerLog
 
     caller = Caller(args.user, stdio_level(settings, args.user))

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from docsbot.links import links_of, web_from_remote  # noqa: F401 (doctor's, from here)
+from foundation.links import links_of, web_from_remote  # noqa: F401 (doctor's, from here)
 from rag import Level
 
 if TYPE_CHECKING:
-    from docsbot.settings import Settings
+    from foundation.settings import Settings
     from rag import Index
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def readable_fix(settings: Settings) -> str:
 def say_readable(settings: Settings, as_json: bool) -> None:
     """After `docsbot sync` or `docsbot index`: how many documents a member can read (not under
     --json, whose stdout is the report alone) and, when none, a warning naming the fix (stderr)."""
-    from docsbot.wiring import index_config
+    from foundation.wiring import index_config
     from rag import open_index
 
     found = readable_documents(open_index(index_config(settings)), member_level(settings))

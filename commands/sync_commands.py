@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the commands import what they run, so that registering them costs nothing
-    from docsbot.settings import Settings
+    from foundation.settings import Settings
 
 log = logging.getLogger("docsbot.sync")
 
@@ -44,8 +44,8 @@ def with_source(settings: Settings, args: argparse.Namespace) -> Settings:
 def cmd_sync(settings: Settings, args: argparse.Namespace) -> int:
     import asyncio
 
-    from docsbot.readiness import say_readable
-    from docsbot.wiring import sync_config
+    from commands.readiness import say_readable
+    from foundation.wiring import sync_config
     from rag import hidden_progress
     from sync.service import run_sync
 
@@ -61,8 +61,8 @@ def cmd_sync(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
-    from docsbot.links import docs_root
-    from docsbot.wiring import sync_config
+    from foundation.links import docs_root
+    from foundation.wiring import sync_config
     from rag.unindexed import unindexed_files
     from sync.status import load_status, render_status
 
@@ -83,8 +83,8 @@ async def watch_and_sync(settings: Settings) -> None:
     import signal
 
     from bot.surfaces import NAMES
-    from docsbot.observability import metrics
-    from docsbot.wiring import sync_config
+    from foundation.observability import metrics
+    from foundation.wiring import sync_config
     from state.opening import open_state
     from sync.service import watched_path
     from sync.worker import SyncWorker

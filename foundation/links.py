@@ -1,7 +1,7 @@
 """Citation links: the docs repository's web address and link pattern, from the settings.
 
 DOCSBOT_REPO_WEB, else derived from DOCSBOT_REPO when it is a GitHub, GitLab or Bitbucket URL.
-Used where the configuration is built (docsbot/wiring.py) and by `doctor` (docsbot/readiness.py).
+Used where the configuration is built (foundation/wiring.py) and by `doctor` (commands/readiness.py).
 With DOCSBOT_SITE_URL, also the published site's pages (`site_of`).
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from docsbot.settings import Settings
+    from foundation.settings import Settings
 
 # A remote on a host whose web pages we know how to address: https://host/owner/repo(.git),
 # ssh://git@host/owner/repo.git or git@host:owner/repo.git; credentials in the URL are dropped.
@@ -35,7 +35,7 @@ def links_of(settings: Settings) -> tuple[str, str]:
     """(repo web address, link pattern) for citations: DOCSBOT_REPO_WEB, else derived from
     DOCSBOT_REPO when it is a GitHub, GitLab or Bitbucket URL (a string, no git call), with that
     host's link template unless DOCSBOT_LINK_TEMPLATE is set."""
-    from docsbot.settings import LINK_PRESETS
+    from foundation.settings import LINK_PRESETS
 
     derived = None if settings.repo_web or settings.repo is None else web_from_remote(settings.repo.get_secret_value())
     if derived is None:

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from docsbot.settings_bounds import BOUNDS, LANGUAGE_TAG, LINK_PLACEHOLDERS, LINK_PRESETS, number
+from foundation.settings_bounds import BOUNDS, LANGUAGE_TAG, LINK_PLACEHOLDERS, LINK_PRESETS, number
 from rag import Level, check_pattern, provider_names
 from rag import default_include, default_weights
 
@@ -386,7 +386,7 @@ class Settings(BaseSettings):
     # promoted or rejected). 0 keeps everything.
     answer_log_days: int = 90
 
-    # -- Docs gaps and owners (state/gaps.py, bot/gaps.py, bot/digest.py) ------------------------------
+    # -- Docs gaps and owners (state/gaps.py, insights/gaps.py, bot/digest.py) ------------------------------
     # When each docs owner gets their weekly DM of the questions the docs could not answer, the 👎
     # and their pages overdue for review: a 5-field cron expression in UTC (Slack's API has no
     # workspace time zone); empty: no digest. Name the askers in it (off: questions only).
@@ -403,7 +403,7 @@ class Settings(BaseSettings):
             raise ValueError(f"needs 5 fields (minute hour day month weekday) or nothing, got {value!r}")
         return value.strip()
 
-    # -- Operating it: logs, metrics, restarts (docsbot/observability/, bot/serve.py) --------------
+    # -- Operating it: logs, metrics, restarts (foundation/observability/, bot/serve.py) --------------
     # Log lines as readable text (default) or one JSON object per line, at this level. Unset: INFO
     # for the long-running `serve` and `sync --watch`, WARNING for the one-shot commands and the
     # console, whose own output would drown in per-question lines.

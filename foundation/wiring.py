@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
-from docsbot.errors import UserError
-from docsbot.links import links_of, site_of
-from docsbot.settings import Settings
+from foundation.errors import UserError
+from foundation.links import links_of, site_of
+from foundation.settings import Settings
 from rag import (
     AnswerConfig, ChunkingConfig, DocsConfig, EmbeddingConfig, IndexConfig, LinkConfig, LLMConfig, RagConfig,
     RerankConfig, RetrievalConfig,

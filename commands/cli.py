@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING
 # Only what building the parser needs is imported here: each command imports its own modules
 # (the model, LanceDB, Bolt, SQLAlchemy, OpenTelemetry), so `docsbot --help` starts in a blink.
 from bot.cli import register as register_bot
-from docsbot.doctor import register as register_doctor
-from docsbot.errors import UserError
-from docsbot.mcp_command import register as register_mcp
-from docsbot.report_command import register as register_report
-from docsbot.sync_commands import register as register_sync
+from commands.doctor import register as register_doctor
+from foundation.errors import UserError
+from commands.mcp_command import register as register_mcp
+from commands.report_command import register as register_report
+from commands.sync_commands import register as register_sync
 import rag
 from rag import Level
 from sync.report import short_commit
 
 if TYPE_CHECKING:
-    from docsbot.settings import Settings
+    from foundation.settings import Settings
     from rag import Answer, IndexStats
 
 # Errors a command reports as one line (exit 2), by module: a class is looked up only once its
@@ -77,8 +77,8 @@ def render_answer(answer_json: dict) -> str:
 
 
 def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
-    from docsbot.readiness import say_readable
-    from docsbot.wiring import lease_config, open_engine
+    from commands.readiness import say_readable
+    from foundation.wiring import lease_config, open_engine
     from rag import hidden_progress
     from sync.folder import index_folder
 
@@ -96,14 +96,14 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     index_unavailable` under --json."""
     import asyncio
 
-    from docsbot.wiring import open_engine
+    from foundation.wiring import open_engine
     from rag import StoreError
 
     engine = open_engine(settings)
     level = Level.parse(args.level)
     try:
         if args.docs:  # the lease (and the state database's SQLAlchemy, ~0.3 s) only when it may index
-            from docsbot.wiring import lease_config
+            from foundation.wiring import lease_config
             from sync.folder import ensure_index
 
             ensure_index(engine, lease_config(settings), Path(args.docs))
@@ -153,8 +153,8 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     """Index the docs folder, then serve Slack (when SLACK_BOT_TOKEN is set) or open the local console,
     with the sync worker keeping that folder indexed."""
     from bot.cli import run_bot
-    from docsbot.readiness import say_readable
-    from docsbot.wiring import lease_config, open_engine
+    from commands.readiness import say_readable
+    from foundation.wiring import lease_config, open_engine
     from sync.folder import index_folder
 
     if args.docs:
@@ -169,7 +169,7 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
     """Bring the state database's schema up to date (also done by every process at start)."""
-    from docsbot.wiring import database_url
+    from foundation.wiring import database_url
     from state.db import migrate
 
     print(f"state database schema at revision {migrate(database_url(settings))}")
@@ -178,7 +178,7 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
 
 def env_name(field: str) -> str:
     """The variable that sets a settings field (an error's location: a field name or an alias)."""
-    from docsbot.settings import Settings
+    from foundation.settings import Settings
 
     if field not in Settings.model_fields:
         return field if field.isupper() else f"DOCSBOT_{field.upper()}"
@@ -195,7 +195,7 @@ def load_settings() -> Settings:
     from pydantic import ValidationError
     from pydantic_settings import SettingsError
 
-    from docsbot.settings import Settings
+    from foundation.settings import Settings
 
     try:
         return Settings()
@@ -254,14 +254,14 @@ def configure_observability(settings: Settings, args: argparse.Namespace) -> Non
                settings.openai_api_key, settings.webhook_secret, settings.repo, settings.database_url]
     service = (args.command == "serve" or (args.command == "sync" and getattr(args, "watch", False))
                or (args.command == "run" and settings.slack_bot_token is not None))
-    from docsbot.observability.logs import setup_logging
+    from foundation.observability.logs import setup_logging
 
     setup_logging(settings.log_level or ("INFO" if service else "WARNING"), settings.log_format,
                   settings.log_questions, secrets)
     if not settings.log_level:  # a long index or sync still says how far it is (~10 s), on a terminal or not
         logging.getLogger("docsbot.progress").setLevel(logging.INFO)
     if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):  # else the API's no-op tracer, never imported here
-        from docsbot.observability.tracing import setup_tracing
+        from foundation.observability.tracing import setup_tracing
 
         setup_tracing("docsbot-sync" if args.command == "sync" else "docsbot")
 

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from docsbot.doctor_finding import Finding
-from docsbot.links import site_of
+from commands.doctor_finding import Finding
+from foundation.links import site_of
 from rag.paths import scan_folder
 from rag.site import detect_site, page_url, routing_front_matter, site_for
 
 if TYPE_CHECKING:
-    from docsbot.settings import Settings
+    from foundation.settings import Settings
 
 SAMPLE = 5
 TIMEOUT_S = 2.0

@@ -17,14 +17,14 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from docsbot.doctor_finding import Finding
-from docsbot.readiness import (
+from commands.doctor_finding import Finding
+from commands.readiness import (
     Readable, links_of, member_level, readable_documents, readable_fix, remote_of, web_from_remote,
 )
 
 # Each check imports the client it needs: registering `doctor` in the CLI's parser costs nothing.
 if TYPE_CHECKING:
-    from docsbot.settings import Settings
+    from foundation.settings import Settings
     from rag import Embedder
 
 MANIFEST = files("bot") / "manifest.json"  # the Slack app manifest, shipped in the wheel
@@ -56,7 +56,7 @@ def _auth(settings: Settings) -> Finding:
     from slack_sdk import WebClient
     from slack_sdk.errors import SlackApiError
 
-    quiet = logging.getLogger("docsbot.doctor.slack")  # the finding says it once; no raw slack_sdk ERROR lines
+    quiet = logging.getLogger("commands.doctor.slack")  # the finding says it once; no raw slack_sdk ERROR lines
     quiet.disabled = True
     client = WebClient(token=settings.slack_bot_token.get_secret_value(),  # type: ignore[union-attr]
                        base_url=settings.slack_api_url, timeout=int(TIMEOUT_S), logger=quiet)
@@ -100,7 +100,7 @@ def llm_checks(settings: Settings) -> list[Finding]:
     """The chat provider probes its own endpoint (rag/providers): what it checks is its own business."""
     if not settings.use_llm:
         return [Finding("llm", "ok", "no LLM configured: the embedded extractive answerer is used")]
-    from docsbot.wiring import llm_config
+    from foundation.wiring import llm_config
     from rag import make_provider
 
     described = make_provider(llm_config(settings)).describe()
@@ -116,7 +116,7 @@ def llm_checks(settings: Settings) -> list[Finding]:
 def embedding_check(settings: Settings) -> tuple[Finding, Embedder | None]:
     import openai
 
-    from docsbot.wiring import rag_config
+    from foundation.wiring import rag_config
     from rag import EmbeddingError, make_embedder
 
     try:
@@ -133,7 +133,7 @@ def embedding_check(settings: Settings) -> tuple[Finding, Embedder | None]:
 
 # -- the index -------------------------------------------------------------------------------------
 def index_checks(settings: Settings, embedder: Embedder | None) -> list[Finding]:
-    from docsbot.wiring import index_config
+    from foundation.wiring import index_config
     from rag import StoreError, open_index
 
     where = "the database of DOCSBOT_INDEX_URL" if settings.index_url else settings.data_dir
@@ -248,7 +248,7 @@ def scope_checks(settings: Settings) -> list[Finding]:
     falls back). Nothing without scopes, a readable access file (access_check says why) or an
     index (index_checks says why)."""
     from bot.access import AccessFileError, load_access
-    from docsbot.wiring import index_config
+    from foundation.wiring import index_config
     from rag import StoreError, open_index
 
     if not settings.access_file:
@@ -285,8 +285,8 @@ EXTRA_CHECKS: list[Check] = []
 
 
 def run_checks(settings: Settings) -> list[Finding]:
-    from docsbot.doctor_files import unindexed_checks
-    from docsbot.doctor_site import site_checks
+    from commands.doctor_files import unindexed_checks
+    from commands.doctor_site import site_checks
 
     embedding, embedder = embedding_check(settings)
     findings = [*slack_checks(settings), *llm_checks(settings), embedding, *index_checks(settings, embedder),

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from docsbot.doctor_finding import Finding
-from docsbot.links import docs_root
+from commands.doctor_finding import Finding
+from foundation.links import docs_root
 from rag.unindexed import PAGE_LEFT_OUT, unindexed_files
 
 if TYPE_CHECKING:
-    from docsbot.settings import Settings
+    from foundation.settings import Settings
 
 SHOWN = 4  # reasons in the detail line; the rest are summed
 

@@ -1,4 +1,4 @@
-"""What each `docsbot doctor` check reports (docsbot/doctor.py and the doctor_*.py checks)."""
+"""What each `docsbot doctor` check reports (commands/doctor.py and the doctor_*.py checks)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""The limits the settings are checked against (docsbot/settings.py): each numeric setting's range,
+"""The limits the settings are checked against (foundation/settings.py): each numeric setting's range,
 the citation-link presets and what their templates may name. A table apart from the settings
 themselves, so that a new setting's range is one line here."""
 from __future__ import annotations

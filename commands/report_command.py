@@ -1,5 +1,5 @@
 """`docsbot report` (registered into the `docsbot` command by `register`): the docs-gaps report of
-bot/gaps.py, the same the owners' weekly digest shows, for a terminal or (`--json`) a pipeline."""
+insights/gaps.py, the same the owners' weekly digest shows, for a terminal or (`--json`) a pipeline."""
 from __future__ import annotations
 
 import argparse
@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from rag import Level
 
 if TYPE_CHECKING:  # the command imports what it runs, so that registering it costs nothing
-    from bot.gaps import Report
-    from docsbot.settings import Settings
+    from insights.gaps import Report
+    from foundation.settings import Settings
 
 DEFAULT_DAYS = 7
 
@@ -53,9 +53,9 @@ def cmd_report(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def build(settings: Settings, level: Level, since: datetime, until: datetime) -> Report:
-    from bot.gaps import GapFinder
+    from insights.gaps import GapFinder
     from state.gaps import Reader
-    from docsbot.wiring import gaps_config, open_engine, open_state_db
+    from foundation.wiring import gaps_config, open_engine, open_state_db
 
     engine = open_engine(settings, read_only=True)
     db = await open_state_db(settings)
