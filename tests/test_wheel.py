@@ -15,6 +15,10 @@ import venv
 import zipfile
 from pathlib import Path
 
+import pytest
+
+from eval.__main__ import COMMANDS
+
 REPO = Path(__file__).resolve().parent.parent
 RUNTIME_FILES = ["rag/answerability.json", "bot/access.example.toml", "bot/manifest.json",
                  "state/migrations/env.py", "state/migrations/script.py.mako", "eval/thresholds.json"]
@@ -42,15 +46,23 @@ def fresh_venv(root: Path) -> Path:
     return python
 
 
-def test_the_wheel_holds_every_runtime_file_and_answers_a_question(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, set[str]]:
+    """The wheel installed alone in a fresh venv: its python, its site-packages, the wheel's files."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     wheel = build_wheel(tmp_path / "dist")
-    names = set(zipfile.ZipFile(wheel).namelist())
-    assert [f for f in RUNTIME_FILES if f not in names] == []
     python = fresh_venv(tmp_path / "venv")
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           check=True, capture_output=True, text=True).stdout.strip()
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(site)  # what `pip install --no-deps` does for a pure wheel
+        return python, site, set(archive.namelist())
+
+
+def test_the_wheel_holds_every_runtime_file_and_answers_a_question(
+        wheel_venv: tuple[Path, str, set[str]], tmp_path: Path) -> None:
+    python, site, names = wheel_venv
+    assert [f for f in RUNTIME_FILES if f not in names] == []
     docs = tmp_path / "docs"
     shutil.copytree(REPO / "docs-sync", docs, ignore=shutil.ignore_patterns(".git"))
     work = tmp_path / "work"
@@ -65,3 +77,25 @@ def test_the_wheel_holds_every_runtime_file_and_answers_a_question(tmp_path: Pat
                            timeout=240)
     assert asked.returncode == 0, asked.stderr[-2000:]
     assert "[1]" in asked.stdout and "Traceback" not in asked.stderr
+
+
+def test_every_eval_command_the_wheel_ships_starts_from_it(wheel_venv: tuple[Path, str, set[str]],
+                                                            tmp_path: Path) -> None:
+    """Each `python -m eval` command's module imports from the wheel alone (no `tests` package
+    there) and prints its usage."""
+    python, site, _ = wheel_venv
+    script = (
+        "import importlib, sys\n"
+        "from eval.__main__ import COMMANDS\n"
+        "for name, (module, _) in COMMANDS.items():\n"
+        "    try:\n"
+        "        importlib.import_module(module).main([name, '--help'])\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code in (0, None), (name, exc.code)\n"
+        "    assert importlib.import_module(module).__file__.startswith(sys.argv[1]), module\n"
+        "    print('started', name)\n")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    started = subprocess.run([str(python), "-c", script, site], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=240)
+    assert started.returncode == 0, started.stderr[-2000:]
+    assert [line.split()[1] for line in started.stdout.splitlines() if line.startswith("started ")] == list(COMMANDS)
