@@ -233,8 +233,9 @@ async def test_maintain_builds_the_full_text_index_an_existing_lancedb_index_lac
 
 def test_the_migrations_give_every_searched_column_its_tsvector_and_gin_index(pgvector_server: str) -> None:
     """Postgres ranks a TEXT_SEARCHED column by the tsvector the table names, which a migration
-    makes (0008 for search_text): a line added there without its migration fails here, not in a
-    search. The configuration is `english`, as the search's plainto_tsquery."""
+    makes (0008 for search_text, made of its words by 0010): a line added there without its
+    migration fails here, not in a search. The configuration is `english`, as the search's
+    plainto_tsquery."""
     with index_database(pgvector_server) as url:
         with sa.create_engine(driver_url(url), poolclass=sa.NullPool).connect() as c:
             indexes = c.execute(sa.text("SELECT indexdef FROM pg_indexes WHERE tablename = :table"),
@@ -244,5 +245,16 @@ def test_the_migrations_give_every_searched_column_its_tsvector_and_gin_index(pg
                     "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a "
                     "ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = CAST(:table AS regclass) "
                     "AND a.attname = :tsv"), {"table": PG_CHUNKS, "tsv": tsv}).scalar()
-                assert generated == f"to_tsvector('english'::regconfig, COALESCE({column}, ''::text))"
+                assert generated == (f"to_tsvector('english'::regconfig, regexp_replace(COALESCE({column}, ''::text), "
+                                     "'[[:punct:]]+'::text, ' '::text, 'g'::text))")  # its words (migration 0010)
                 assert any(f"USING gin ({tsv})" in index for index in indexes)
+
+
+async def test_a_term_written_with_punctuation_is_found_word_by_word(index: Index) -> None:
+    """"HTTP/2" is the words `http` and `2` in a question; Postgres' parser alone reads the page's
+    "HTTP/2" (and `client.get`) as one lexeme each, and the page was never found by them."""
+    index.write(pa.concat_tables([rows("http2.md", 1, words="enable HTTP/2 with client.get and http2 true"),
+                                  rows("proxies.md", 1, words="route requests through a proxy server"),
+                                  rows("other.md", 1, words="turn the page")]), None)
+    for question in ("how do I turn on HTTP/2?", "what does client.get return?"):
+        assert [hit.row["doc_path"] for hit in await index.text(question, 0, 3)][0] == "http2.md", question

@@ -8,16 +8,18 @@ and maintenance: pg_tables.py. This module: searches and reads.
   filter, so a filter that passes few rows still gets its top rows, not what is left of an
   unfiltered top-k. The rows found are scored by their exact cosine and ordered by it.
 - Text search: Postgres full-text search (`english` configuration: stemming, stop words) on the
-  column's tsvector (schema.TEXT_SEARCHED: search_text's is search_tsv), the terms OR-ed as in
-  LanceDB's full-text search, ranked BM25-like: each term's ts_rank_cd (cover density,
-  normalised by document length) weighted by its inverse document frequency (one indexed count
-  per term), summed.
+  column's tsvector (schema.TEXT_SEARCHED: search_text's is search_tsv), made from its words with
+  punctuation read as a space (migration 0010: `HTTP/2` is `http` and `2`, as in a question and in
+  LanceDB's index), the terms OR-ed as in LanceDB's full-text search, ranked BM25-like: each
+  term's ts_rank_cd (cover density, normalised by document length) weighted by its inverse
+  document frequency (one indexed count per term), summed.
 Searches run the (blocking) driver in a worker thread; the connections are pooled.
 """
 from __future__ import annotations
 
 import asyncio
 import math
+import re
 from typing import Any, Iterable
 
 import numpy as np
@@ -33,6 +35,7 @@ from rag.store.schema import (ROW_COLUMNS, TEXT_SEARCHED, Hit, check_text_search
 # Candidates the HNSW graph search keeps (pgvector's default is 40): at 64, recall@16 was 0.85-0.91 at
 # 100k rows with the awsdocs questions (`eval bench --index-url`, docs/performance.md).
 EF_SEARCH = 200
+_WORD = re.compile(r"[^\W_]+")  # a query term: letters and digits, the words the tsvector holds (migration 0010)
 SEARCHED = "chunk_id, doc_path, access_rank, vector::real[] AS vector"
 WHOLE_ROW = ", ".join(f'"{name}"' for name in ROW_COLUMNS)
 
@@ -93,7 +96,7 @@ class PgIndex(PgTables):
         weights a question's common words ("set", "use") outrank the rare one that names its page."""
         where, params = _readers(max_rank, within)
         tsv = TEXT_SEARCHED[column]
-        terms = {f"t{n}": term for n, term in enumerate(sorted({w.lower() for w in words.split()}))}
+        terms = {f"t{n}": term for n, term in enumerate(sorted({w.lower() for w in _WORD.findall(words)}))}
         counts = ", ".join(f"(SELECT count(*) FROM {CHUNKS} WHERE {tsv} @@ plainto_tsquery('english', :{k}))"
                            for k in terms)  # each through the full-text index, in one round trip
         with self._reading() as c:
