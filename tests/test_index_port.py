@@ -258,3 +258,23 @@ async def test_a_term_written_with_punctuation_is_found_word_by_word(index: Inde
                                   rows("other.md", 1, words="turn the page")]), None)
     for question in ("how do I turn on HTTP/2?", "what does client.get return?"):
         assert [hit.row["doc_path"] for hit in await index.text(question, 0, 3)][0] == "http2.md", question
+
+
+async def test_the_text_list_ranks_alike_on_both_stores(pgvector_server: str, tmp_path: Path) -> None:
+    """Postgres scores the rows that hold a term by BM25 from their tsvectors, as LanceDB's
+    full-text index does: the same order and the same scores. With ts_rank_cd alone the long page
+    that says "proxy" three times came before the short one that names it once."""
+    filler = "client transport retries limits pooling streaming cookies headers "
+    pages = {"mention.md": "see proxy", "about.md": ("proxy " + filler * 3) * 3, "twice.md": "proxy and proxy",
+             "other.md": filler * 2, "timeouts.md": "timeouts for the pool, connect, read and write"}
+    table = pa.concat_tables([rows(doc, 1, words=text) for doc, text in pages.items()])
+    with index_database(pgvector_server) as url:
+        stores = [open_index(IndexConfig(str(tmp_path / "lance"), "", 0.0, 100, "")),
+                  open_index(IndexConfig(str(tmp_path / "pg"), "", 0.0, 100, url))]
+        for store in stores:
+            store.write(table, None)
+            store.maintain(100)
+        lance, pg = [[(hit.row["doc_path"], round(hit.score, 3)) for hit in await store.text("proxy?", 0, 5)]
+                     for store in stores]
+    assert [doc for doc, _ in pg] == [doc for doc, _ in lance] == ["twice.md", "mention.md", "about.md"]
+    assert pg == lance

@@ -10,9 +10,10 @@ and maintenance: pg_tables.py. This module: searches and reads.
 - Text search: Postgres full-text search (`english` configuration: stemming, stop words) on the
   column's tsvector (schema.TEXT_SEARCHED: search_text's is search_tsv), made from its words with
   punctuation read as a space (migration 0010: `HTTP/2` is `http` and `2`, as in a question and in
-  LanceDB's index), the terms OR-ed as in LanceDB's full-text search, ranked BM25-like: each
-  term's ts_rank_cd (cover density, normalised by document length) weighted by its inverse
-  document frequency (one indexed count per term), summed.
+  LanceDB's index), the terms OR-ed as in LanceDB's full-text search, scored by BM25 as LanceDB
+  scores (k1 1.2, b 0.75, idf from one indexed count per term): the rows that hold a term are
+  found and pre-ranked through the GIN index (ts_rank_cd weighted by idf), the best of them
+  scored from the term counts in their tsvectors.
 Searches run the (blocking) driver in a worker thread; the connections are pooled.
 """
 from __future__ import annotations
@@ -57,6 +58,8 @@ def _columns(columns: Iterable[str]) -> str:
 
 
 class PgIndex(PgTables):
+    _lexemes_at: tuple[int, float] = (-1, 1.0)  # the row count the mean length was read at, and it
+
     # -- searches ------------------------------------------------------------------------------
     async def dense(self, vector: np.ndarray, max_rank: int, limit: int,
                     within: frozenset[str] | None = None) -> list[Hit]:
@@ -92,27 +95,42 @@ class PgIndex(PgTables):
 
     @database_errors
     def _text(self, words: str, max_rank: int, limit: int, within: frozenset[str] | None, column: str) -> list[Hit]:
-        """Each term's ts_rank_cd weighted by its inverse document frequency, summed: without the
-        weights a question's common words ("set", "use") outrank the rare one that names its page."""
+        """BM25 over the column's tsvector, as LanceDB ranks: the rows that hold a term, first by
+        each term's ts_rank_cd weighted by its inverse document frequency (through the GIN index),
+        then the best of them scored by BM25 from their lexeme counts. ts_rank_cd alone ranks a
+        short page that names a term once over the section that is about it (formats-mkdocs)."""
         where, params = _readers(max_rank, within)
         tsv = TEXT_SEARCHED[column]
         terms = {f"t{n}": term for n, term in enumerate(sorted({w.lower() for w in _WORD.findall(words)}))}
-        counts = ", ".join(f"(SELECT count(*) FROM {CHUNKS} WHERE {tsv} @@ plainto_tsquery('english', :{k}))"
-                           for k in terms)  # each through the full-text index, in one round trip
+        per_term = ", ".join(f"(SELECT count(*) FROM {CHUNKS} WHERE {tsv} @@ plainto_tsquery('english', :{k})), "
+                             f"plainto_tsquery('english', :{k})::text" for k in terms)  # through the GIN index
         with self._reading() as c:
-            total, *found = c.execute(sa.text(f"SELECT (SELECT count(*) FROM {CHUNKS}), {counts}"), terms).one()
-            weights = {k: (term, math.log(1 + (total - n + 0.5) / (n + 0.5)))
-                       for (k, term), n in zip(terms.items(), found) if n}  # a stop word's query matches nothing
-            if not weights:
+            total, *found = c.execute(sa.text(f"SELECT (SELECT count(*) FROM {CHUNKS}), {per_term}"), terms).one()
+            weights = {k: (term, _lexeme(lexeme), math.log(1 + (total - n + 0.5) / (n + 0.5)))
+                       for (k, term), n, lexeme in zip(terms.items(), found[::2], found[1::2]) if n}
+            if not weights:  # a stop word's query matches nothing
                 return []
             score = " + ".join(f":w_{k} * ts_rank_cd({tsv}, plainto_tsquery('english', :{k}), 1)" for k in weights)
             matched = " || ".join(f"plainto_tsquery('english', :{k})" for k in weights)
-            query = sa.text(f'SELECT {SEARCHED}, "{column}", {score} AS score FROM {CHUNKS} '
+            query = sa.text(f'SELECT {SEARCHED}, "{column}", {tsv}::text AS lexemes, {score} AS score FROM {CHUNKS} '
                             f"WHERE {tsv} @@ ({matched}) AND {where} ORDER BY score DESC, chunk_id LIMIT :limit")
-            bound = {k: term for k, (term, _) in weights.items()} | {f"w_{k}": w for k, (_, w) in weights.items()}
-            rows = c.execute(query, params | bound | {"limit": int(limit)}).mappings()
-            return [Hit({k: row[k] for k in ("chunk_id", "doc_path", "access_rank", column)},
-                        np.asarray(row["vector"], dtype=np.float32), float(row["score"])) for row in rows]
+            bound = {k: term for k, (term, _, _) in weights.items()} | {f"w_{k}": w for k, (_, _, w) in weights.items()}
+            rows = c.execute(query, params | bound | {"limit": max(int(limit) * 4, 64)}).mappings().all()
+            mean = self._mean_lexemes(c, tsv, total)
+        idf = {lexeme: w for _, lexeme, w in weights.values() if lexeme}
+        scored = sorted(((bm25(row["lexemes"], idf, mean), row) for row in rows),
+                        key=lambda pair: (-pair[0], pair[1]["chunk_id"]))
+        return [Hit({k: row[k] for k in ("chunk_id", "doc_path", "access_rank", column)},
+                    np.asarray(row["vector"], dtype=np.float32), score) for score, row in scored[:limit]]
+
+    def _mean_lexemes(self, c: sa.Connection, tsv: str, total: int) -> float:
+        """The rows' mean count of words, stop words left out (BM25's average length), read again
+        when the row count changed since it was last read: one scan, not one per search."""
+        if self._lexemes_at[0] != total:
+            words = f"(SELECT sum(coalesce(array_length(w.positions, 1), 1)) FROM unnest({tsv}) AS w)"
+            mean = c.execute(sa.text(f"SELECT avg({words}) FROM {CHUNKS}")).scalar()
+            self._lexemes_at = (total, float(mean or 1.0))
+        return self._lexemes_at[1]
 
     # -- rows ------------------------------------------------------------------------------------
     async def rows(self, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -196,3 +214,20 @@ class PgIndex(PgTables):
 def open_postgres(config: IndexConfig, read_only: bool = False) -> Index:
     """The index in the database at config.location (every process reads it itself)."""
     return PgIndex(config.location)
+
+
+_LEXEMES = re.compile(r"'((?:[^']|'')+)':([0-9A-D,]+)")  # a tsvector as text: 'lexeme':1,7 'other':3
+K1, B = 1.2, 0.75  # BM25's usual constants, LanceDB's too
+
+
+def _lexeme(query: str) -> str:
+    """The lexeme of a one-word tsquery as text ("'proxi'"); "" for a stop word."""
+    return query.strip().strip("'").replace("''", "'")
+
+
+def bm25(lexemes: str, idf: dict[str, float], mean_length: float) -> float:
+    """A row's BM25 score from its tsvector's text: each query lexeme's count of positions (its
+    term frequency), the row's count of words (all lexemes' positions) as its length."""
+    counts = {m.group(1).replace("''", "'"): m.group(2).count(",") + 1 for m in _LEXEMES.finditer(lexemes)}
+    norm = K1 * (1 - B + B * sum(counts.values()) / mean_length)
+    return sum(w * counts[lex] * (K1 + 1) / (counts[lex] + norm) for lex, w in idf.items() if lex in counts)
