@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from rag.config import IndexConfig
 from rag.store.pg_tables import CHUNKS, COLUMNS, PgTables, database_errors, vector_literal
 from rag.store.protocol import Index
-from rag.store.schema import (ROW_COLUMNS, TEXT_SEARCHED, Hit, check_text_searched, chunk_schema, fts_query,
+from rag.store.schema import (ROW_COLUMNS, TEXT_SEARCHED, Hit, chunk_schema, text_search_words,
                               with_defaults)
 
 # Candidates the HNSW graph search keeps (pgvector's default is 40): at 64, recall@16 was 0.85-0.91 at
@@ -87,9 +87,8 @@ class PgIndex(PgTables):
 
     async def text(self, query: str, max_rank: int, limit: int, within: frozenset[str] | None = None,
                    column: str = "search_text") -> list[Hit]:
-        check_text_searched(column)
-        words = fts_query(query)
-        if not words or within is not None and not within:
+        words = text_search_words(query, column, within)
+        if not words:
             return []
         return await asyncio.to_thread(self._text, words, max_rank, limit, within, column)
 

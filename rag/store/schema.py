@@ -106,19 +106,22 @@ def access_filter(max_rank: int, within: frozenset[str] | None = None) -> str:
     return f"{where} AND doc_path IN ({sql_list(sorted(within))})" if within else where
 
 
-def check_text_searched(column: str) -> None:
-    """ValueError, naming TEXT_SEARCHED, unless full-text search indexes `column`: unchecked,
-    LanceDB would scan it flat with another tokenizer and Postgres fail on a missing tsvector."""
-    if column not in TEXT_SEARCHED:
-        raise ValueError(f"no full-text index on chunk column {column!r} (rag/store/schema.py: TEXT_SEARCHED)")
-
-
 _FTS_TOKEN = re.compile(r"[\w][\w.-]*")
 
 
-def fts_query(text: str) -> str:
+def _query_words(text: str) -> str:
     """Words only: the FTS parser must never see user punctuation as query syntax."""
     return " ".join(_FTS_TOKEN.findall(text))
+
+
+def text_search_words(query: str, column: str, within: frozenset[str] | None) -> str:
+    """What a full-text search of `column` looks for: the query's words, "" when there is nothing
+    to search (no words, or an empty `within`). ValueError, naming TEXT_SEARCHED, unless
+    full-text search indexes `column`: unchecked, LanceDB would scan it flat with another
+    tokenizer and Postgres fail on a missing tsvector."""
+    if column not in TEXT_SEARCHED:
+        raise ValueError(f"no full-text index on chunk column {column!r} (rag/store/schema.py: TEXT_SEARCHED)")
+    return "" if within is not None and not within else _query_words(query)
 
 
 def to_hits(result: pa.Table, score_column: str, exact_for: np.ndarray | None = None) -> list[Hit]:

@@ -15,8 +15,8 @@ from opentelemetry import trace
 from rag.store.ann import AnnIndex
 from rag.store.errors import StoreError, store_errors
 from rag.store.protocol import Index
-from rag.store.schema import (CHUNKS, META, SEARCH_COLUMNS, VECTORS, Hit, access_filter, check_text_searched,
-                              fts_query, meta_table, to_hits)
+from rag.store.schema import (CHUNKS, META, SEARCH_COLUMNS, VECTORS, Hit, access_filter, meta_table,
+                              text_search_words, to_hits)
 
 log = logging.getLogger(__name__)
 _TRACER = trace.get_tracer(__name__)
@@ -77,9 +77,8 @@ class Searches(AnnIndex):
     @_TRACER.start_as_current_span("search.text")
     async def text(self, query: str, max_rank: int, limit: int, within: frozenset[str] | None = None,
                    column: str = "search_text") -> list[Hit]:
-        check_text_searched(column)
-        words = fts_query(query)
-        if not words or within is not None and not within:
+        words = text_search_words(query, column, within)
+        if not words:
             return []
         table = await self._searchable()
         search = (
