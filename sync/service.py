@@ -123,7 +123,7 @@ def _sync_git(
     copy = WorkCopy.from_config(config)
     head = copy.fetch()
     copy.checkout(head)
-    embedder = embedder or make_embedder(config.rag, lazy=True)  # loaded when a chunk is new
+    embedder = embedder or make_embedder(config.rag, load="on first use")  # loaded when a chunk is new
     subdir = config.rag.links.repo_subdir.strip("/")
     root = _docs_root(copy.path, subdir)
     meta = store.meta()
@@ -180,7 +180,7 @@ def _sync_folder(
     config: SyncConfig, store: Index, embedder: Embedder | None, folder: Path, started: float, lease: WriterLease
 ) -> SyncReport:
     root = folder.resolve()
-    embedder = embedder or make_embedder(config.rag, lazy=True)
+    embedder = embedder or make_embedder(config.rag, load="on first use")
     meta = store.meta()
     _say_if_replacing(store, meta, str(root), str(root))
     signature = index_signature(config, embedder, f"folder:{root}")

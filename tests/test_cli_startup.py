@@ -95,3 +95,31 @@ def test_every_command_and_flag_has_help_text() -> None:
                     if not isinstance(action, argparse._HelpAction) and not action.help]
     assert missing == []
     assert "exit status" in sub.choices["ask"].format_help() and "1  declined" in ASK_CODES
+
+
+# Notes which threads run when LanceDB's import starts (a finder that finds nothing: the import goes on as usual).
+MODEL_BESIDE_LANCEDB = """
+import json, sys, threading
+from commands.cli import load_settings
+from foundation.wiring import open_engine
+
+class Watch:
+    seen = None
+    def find_spec(self, name, path=None, target=None):
+        if name == "lancedb" and Watch.seen is None:
+            Watch.seen = sorted(t.name for t in threading.enumerate())
+        return None
+
+sys.meta_path.insert(0, Watch())
+engine = open_engine(load_settings())
+print(json.dumps({"threads": Watch.seen, "dim": len(engine.embedder.embed(["kettle"])[0])}))
+"""
+
+
+def test_an_engine_loads_the_model_while_lancedb_is_imported(tmp_path: Path) -> None:
+    env = one_page_folder(tmp_path)
+    subprocess.run([sys.executable, "-m", "commands.cli", "index"], env=env, check=True, capture_output=True)
+    done = subprocess.run([sys.executable, "-c", MODEL_BESIDE_LANCEDB], env=env, capture_output=True, text=True,
+                          timeout=120, check=True)
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "model-load" in seen["threads"] and seen["dim"] == 384
