@@ -142,7 +142,8 @@ class LocalMiniLM:
         if load == "now":
             self._loaded()
         elif load == "in background":
-            threading.Thread(target=self._load_quietly, name="model-load", daemon=True).start()
+            # not a daemon: onnxruntime aborts the process when it exits in the middle of a load
+            threading.Thread(target=self._load_quietly, name="model-load").start()
 
     def _load_quietly(self) -> None:
         try:

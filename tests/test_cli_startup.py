@@ -123,3 +123,13 @@ def test_an_engine_loads_the_model_while_lancedb_is_imported(tmp_path: Path) -> 
                           timeout=120, check=True)
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert "model-load" in seen["threads"] and seen["dim"] == 384
+
+
+def test_a_command_that_fails_while_the_model_loads_exits_with_its_own_status() -> None:
+    """`docsbot index` on a damaged index failed while the model was still loading on its thread,
+    and onnxruntime aborted the exiting process (-6) in 3 of 6 runs at these delays."""
+    exiting = "import time\nfrom rag.embeddings import LocalMiniLM\nLocalMiniLM(load='in background')\n" \
+              "time.sleep({delay})\nraise SystemExit(2)"
+    codes = [subprocess.run([sys.executable, "-c", exiting.format(delay=delay)], capture_output=True,
+                            timeout=120).returncode for delay in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)]
+    assert codes == [2] * 6
