@@ -9,6 +9,8 @@ derived from the git remote where the host's URL scheme is known.
 from __future__ import annotations
 
 import sys
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,8 +50,12 @@ def member_level(settings: Settings) -> Level:
 
 def readable_documents(store: Index, level: Level) -> Readable:
     """Count the documents of the index readable at `level`."""
-    ranks = [values[0] for values in store.doc_columns("access_rank").values()]
-    return Readable(level, sum(rank <= level for rank in ranks), len(ranks))
+    return readable_of(Counter(values[0] for values in store.doc_columns("access_rank").values()), level)
+
+
+def readable_of(ranks: Mapping[int, int], level: Level) -> Readable:
+    """Of documents counted by access rank, those readable at `level`."""
+    return Readable(level, sum(n for rank, n in ranks.items() if rank <= level), sum(ranks.values()))
 
 
 def readable_fix(settings: Settings) -> str:
@@ -60,13 +66,17 @@ def readable_fix(settings: Settings) -> str:
             "file (DOCSBOT_ACCESS_FILE); from a terminal, `docsbot ask --level restricted` reads everything")
 
 
-def say_readable(settings: Settings, as_json: bool) -> None:
+def say_readable(settings: Settings, as_json: bool, ranks: Mapping[int, int] | None = None) -> None:
     """After `docsbot sync` or `docsbot index`: how many documents a member can read (not under
-    --json, whose stdout is the report alone) and, when none, a warning naming the fix (stderr)."""
-    from foundation.wiring import index_config
-    from rag import open_index
+    --json, whose stdout is the report alone) and, when none, a warning naming the fix (stderr).
+    `ranks`: the documents by access rank, known without opening the index (sync/unchanged.py)."""
+    if ranks is None:
+        from foundation.wiring import index_config
+        from rag import open_index
 
-    found = readable_documents(open_index(index_config(settings)), member_level(settings))
+        found = readable_documents(open_index(index_config(settings)), member_level(settings))
+    else:
+        found = readable_of(ranks, member_level(settings))
     if not as_json:
         print(found.line())
     if found.total and not found.readable:

@@ -47,16 +47,25 @@ def cmd_sync(settings: Settings, args: argparse.Namespace) -> int:
     from commands.readiness import say_readable
     from foundation.wiring import sync_config
     from rag import hidden_progress
-    from sync.service import run_sync
+    from sync.lease import writer_lease
+    from sync.unchanged import unchanged_sync
 
     settings = with_source(settings, args)
     if args.watch:
         asyncio.run(watch_and_sync(settings))
         return 0
-    with hidden_progress() if args.json else nullcontext():  # --json: nothing but the JSON
-        report = run_sync(sync_config(settings))
+    config = sync_config(settings)
+    with writer_lease(config.lease) as held:
+        unchanged = unchanged_sync(config, held)  # a folder with nothing new: no LanceDB, no model
+        if unchanged is None:
+            from sync.service import run_sync
+
+            with hidden_progress() if args.json else nullcontext():  # --json: nothing but the JSON
+                report = run_sync(config, lease=held)
+        else:
+            report = unchanged[0]
     print(json.dumps(report.to_json()) if args.json else report.render())
-    say_readable(settings, args.json)
+    say_readable(settings, args.json, None if unchanged is None else unchanged[1].rank_counts())
     return 0
 
 

@@ -25,19 +25,18 @@ from rag import (
     DocumentError, Embedder, Index, Ownership, Provenance, chunking_signature, inside, left_out_pages, make_embedder,
     open_index, unindexed_files,
 )
-from state.db import StateUnavailable
-from state.sync_status import SyncStatus
 from sync import events
 from sync.changes import Scope, changes_between
 from sync.config import SyncConfig
 from sync.errors import SyncError
 from sync.folder import folder_provenance, head_commit
-from sync.gitcmd import has_commit, is_ancestor, last_commits, redact, toplevel
+from sync.gitcmd import has_commit, is_ancestor, last_commits, redact
 from sync.lease import WriterLease, checked_writes, writer_lease
 from sync.progress import recording
 from sync.reindex import Applied, apply_paths, reconcile
 from sync.report import FileCounts, SyncReport
-from sync.workcopy import WorkCopy, is_local_uri, repo_url
+from sync.unchanged import listing, record, record_outcome
+from sync.workcopy import WorkCopy, is_local_uri, local_folder, repo_url
 
 log = logging.getLogger("docsbot.sync")
 _TRACER = trace.get_tracer(__name__)
@@ -63,34 +62,12 @@ def run_sync(config: SyncConfig, embedder: Embedder | None = None, lease: Writer
         _record_failure(lease, exc)
         events.events().sync_failed(time.perf_counter() - started)
         raise
-    _record(lease, ok=True, report=report.to_json())
+    record_outcome(lease, ok=True, report=report.to_json())
     # The index gauges are read before, and published with, the run: a scrape that counts the
     # run never shows the index of before it (its chunk count took a while to read).
     events.events().sync_ok(report, store.meta(), store.chunk_count())
     log.info("%s", report.render())
     return report
-
-
-def local_folder(config: SyncConfig) -> Path | None:
-    """The folder to reconcile when the source is not a git repository (DOCSBOT_REPO unset, or
-    a local path outside any git work tree); None for a git source."""
-    if config.repo is None:
-        folder = Path(config.docs_dir)
-    else:
-        url = repo_url(config)
-        if not is_local_uri(url) or not Path(url).is_dir():
-            return None
-        top = toplevel(Path(url))
-        if top is not None and top.resolve() != Path(url):
-            sub = Path(url).relative_to(top.resolve()).as_posix()
-            raise SyncError(f"{url} is a folder inside the git repository {top}: set DOCSBOT_REPO={top} "
-                            f"and DOCSBOT_REPO_SUBDIR={sub}")
-        if top is not None:
-            return None
-        folder = Path(url)
-    if not folder.is_dir():
-        raise SyncError(f"docs folder {folder} does not exist")
-    return folder
 
 
 def watched_path(config: SyncConfig) -> Path | None:
@@ -180,6 +157,7 @@ def _sync_folder(
     config: SyncConfig, store: Index, embedder: Embedder | None, folder: Path, started: float, lease: WriterLease
 ) -> SyncReport:
     root = folder.resolve()
+    before = listing(root)  # before the files are read: one changed during this sync differs next time
     embedder = embedder or make_embedder(config.rag, load="on first use")
     meta = store.meta()
     _say_if_replacing(store, meta, str(root), str(root))
@@ -195,6 +173,7 @@ def _sync_folder(
     commit, commit_date = head_commit(root)  # as `docsbot index` records it (a folder outside git: none)
     _record_success(store, report, signature, str(root), started, commit=commit, commit_date=commit_date,
                     owners=Ownership(applied.owners).with_repository(root))
+    record(config, root, before, (values[0] for values in store.doc_columns("access_rank").values()))
     return report
 
 
@@ -278,13 +257,4 @@ def _record_success(
 def _record_failure(lease: WriterLease, exc: Exception) -> None:
     message = redact(str(exc)) or type(exc).__name__
     log.info("sync failed: %s", message)  # the caller reports it (the command's error line, the worker's log)
-    _record(lease, ok=False, error=message)
-
-
-def _record(lease: WriterLease, ok: bool, report: dict[str, Any] | None = None, error: str | None = None) -> None:
-    """The outcome, for `docsbot status` on any process; a state store that cannot be reached
-    loses only this line of status (the log has it)."""
-    try:
-        lease.call(lambda: SyncStatus(lease.db).record(ok, report, error))
-    except StateUnavailable as exc:
-        log.warning("could not record the sync's outcome: %s", exc)
+    record_outcome(lease, ok=False, error=message)

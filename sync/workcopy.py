@@ -23,7 +23,7 @@ from tenacity import (RetryCallState, Retrying, retry_if_exception_type, stop_af
 from rag import too_long
 from sync.config import SyncConfig
 from sync.errors import SyncError
-from sync.gitcmd import GitError, git, git_records, redact, without_credentials
+from sync.gitcmd import GitError, git, git_records, redact, toplevel, without_credentials
 
 log = logging.getLogger(__name__)
 
@@ -131,3 +131,25 @@ def _literal(path: str) -> str:
     """A pattern that matches `path` (and at most names that differ in a control character only,
     which are as long)."""
     return _CONTROL.sub("?", _GLOB_SPECIAL.sub(lambda m: "\\" + m.group(), path))
+
+
+def local_folder(config: SyncConfig) -> Path | None:
+    """The folder to reconcile when the source is not a git repository (DOCSBOT_REPO unset, or
+    a local path outside any git work tree); None for a git source."""
+    if config.repo is None:
+        folder = Path(config.docs_dir)
+    else:
+        url = repo_url(config)
+        if not is_local_uri(url) or not Path(url).is_dir():
+            return None
+        top = toplevel(Path(url))
+        if top is not None and top.resolve() != Path(url):
+            sub = Path(url).relative_to(top.resolve()).as_posix()
+            raise SyncError(f"{url} is a folder inside the git repository {top}: set DOCSBOT_REPO={top} "
+                            f"and DOCSBOT_REPO_SUBDIR={sub}")
+        if top is not None:
+            return None
+        folder = Path(url)
+    if not folder.is_dir():
+        raise SyncError(f"docs folder {folder} does not exist")
+    return folder
