@@ -17,12 +17,10 @@ import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import psycopg
-from psycopg.abc import RV, PQGen
-from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, InterfaceError, OperationalError, ProgrammingError
@@ -34,6 +32,8 @@ from tenacity import (retry, retry_if_exception, retry_if_exception_type, stop_a
 from state.errors import StateConfigError
 
 if TYPE_CHECKING:
+    import psycopg
+    from psycopg.abc import RV, PQGen
     from alembic.config import Config
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -105,27 +105,34 @@ def _driver_url(url: str, *, is_async: bool) -> URL:
     raise StateConfigError(f"unsupported DOCSBOT_DATABASE_URL scheme {parsed.drivername!r} (use postgresql:// or sqlite:///)")
 
 
-class _HangingUpConnection(psycopg.AsyncConnection[Any]):
-    """A psycopg connection that hangs up on a server that leaves one round trip unanswered for
-    POSTGRES_ANSWER_TIMEOUT_S: the call waiting then fails at once with an OperationalError, and
-    the broken connection is a disconnect to SQLAlchemy, which drops it from the pool. (Cancelling
-    the call instead makes psycopg ask the server to cancel and wait for that: 10 s more.) A wait
-    its caller bounds (`notifies(timeout=…)`: a healthy server may send nothing for long) keeps
-    that bound."""
+@cache
+def _hanging_up_connection() -> type[psycopg.AsyncConnection[Any]]:
+    """psycopg's connection class that hangs up on a server that leaves one round trip unanswered
+    for POSTGRES_ANSWER_TIMEOUT_S: the call waiting then fails at once with an OperationalError,
+    and the broken connection is a disconnect to SQLAlchemy, which drops it from the pool.
+    (Cancelling the call instead makes psycopg ask the server to cancel and wait for that: 10 s
+    more.) A wait its caller bounds (`notifies(timeout=…)`: a healthy server may send nothing for
+    long) keeps that bound. Made on the first Postgres connection: psycopg's ~0.1 s of imports
+    are not paid by a process whose state database is SQLite."""
+    import psycopg
 
-    async def wait(self, gen: PQGen[RV], *args: Any, **kwargs: Any) -> RV:
-        if kwargs.get("timeout") is not None:
-            return await super().wait(gen, *args, **kwargs)
-        loop = asyncio.get_running_loop()
-        hang_up = loop.call_later(POSTGRES_ANSWER_TIMEOUT_S, _shut_down, self.pgconn.socket)
-        try:
-            return await super().wait(gen, *args, **kwargs)
-        except psycopg.OperationalError as exc:
-            if hang_up.when() > loop.time():
-                raise
-            raise psycopg.OperationalError(f"no answer from the server within {POSTGRES_ANSWER_TIMEOUT_S:g} s") from exc
-        finally:
-            hang_up.cancel()
+    class HangingUpConnection(psycopg.AsyncConnection[Any]):
+        async def wait(self, gen: PQGen[RV], *args: Any, **kwargs: Any) -> RV:
+            if kwargs.get("timeout") is not None:
+                return await super().wait(gen, *args, **kwargs)
+            loop = asyncio.get_running_loop()
+            hang_up = loop.call_later(POSTGRES_ANSWER_TIMEOUT_S, _shut_down, self.pgconn.socket)
+            try:
+                return await super().wait(gen, *args, **kwargs)
+            except psycopg.OperationalError as exc:
+                if hang_up.when() > loop.time():
+                    raise
+                raise psycopg.OperationalError(
+                    f"no answer from the server within {POSTGRES_ANSWER_TIMEOUT_S:g} s") from exc
+            finally:
+                hang_up.cancel()
+
+    return HangingUpConnection
 
 
 def _shut_down(fd: int) -> None:
@@ -141,10 +148,13 @@ def _postgres_connect(url: URL) -> Callable[[], Awaitable[psycopg.AsyncConnectio
     conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
     timeouts = (f"-c statement_timeout={POSTGRES_STATEMENT_TIMEOUT_MS} "
                 f"-c idle_in_transaction_session_timeout={POSTGRES_IDLE_IN_TRANSACTION_TIMEOUT_MS}")
+    from psycopg.conninfo import conninfo_to_dict
+
     options = f"{timeouts} {conninfo_to_dict(conninfo).get('options', '')}".strip()
 
     async def connect() -> psycopg.AsyncConnection[Any]:
-        return await _HangingUpConnection.connect(conninfo, connect_timeout=POSTGRES_CONNECT_TIMEOUT_S, options=options)
+        return await _hanging_up_connection().connect(conninfo, connect_timeout=POSTGRES_CONNECT_TIMEOUT_S,
+                                                      options=options)
 
     return connect
 

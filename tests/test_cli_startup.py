@@ -62,7 +62,8 @@ def test_ask_on_an_index_loads_only_what_answering_needs(tmp_path: Path) -> None
 def test_a_sync_with_nothing_new_loads_no_model_and_no_index(tmp_path: Path) -> None:
     env = one_page_folder(tmp_path)
     assert "onnxruntime" in loaded_by(["sync"], ("onnxruntime",), env)  # the first sync embeds the page
-    assert loaded_by(["sync"], (*UNUSED, "onnxruntime", "tokenizers", "lancedb", "pyarrow", "numpy"), env) == []
+    assert loaded_by(["sync"], (*UNUSED, "onnxruntime", "tokenizers", "lancedb", "pyarrow", "numpy", "psycopg"),
+                     env) == []
 
 
 def test_help_loads_no_heavy_module() -> None:
