@@ -173,7 +173,7 @@ def _sync_folder(
     commit, commit_date = head_commit(root)  # as `docsbot index` records it (a folder outside git: none)
     _record_success(store, report, signature, str(root), started, commit=commit, commit_date=commit_date,
                     owners=Ownership(applied.owners).with_repository(root))
-    record(config, root, before, (values[0] for values in store.doc_columns("access_rank").values()))
+    record(config, root, before, (values[0] for values in store.doc_columns("access_rank").values()), report.skipped)
     return report
 
 

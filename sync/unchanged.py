@@ -4,8 +4,8 @@ A reconcile compares every file's content hash with the index's rows, so even a 
 to do imported LanceDB (~1 s of a 2.4 s `docsbot sync`). After each folder sync the service writes
 `last-sync.json` beside the index (`record`): the folder's listing as it was before the sync read
 it (path, size and modification time of every file under it), a digest of the settings that shape
-the rows, the newest manifests of the index's tables after the sync's last write, and the
-document count and access levels a sync and `docsbot sync`'s readable line report. The next sync
+the rows, the newest manifests of the index's tables after the sync's last write, and what a
+sync and `docsbot sync`'s readable line report (documents, their access levels, skipped files). The next sync
 first compares (`unchanged`): same folder, same listing, same settings and no commit to the index
 since, and there is nothing to do.
 
@@ -67,6 +67,7 @@ class LastSync:
     manifests: dict[str, str | None]
     documents: int
     ranks: dict[str, int]  # access rank -> documents at that rank
+    skipped: list[tuple[str, str]]  # (path, reason): files that are no document, said again each sync
 
     def rank_counts(self) -> dict[int, int]:
         return {int(rank): count for rank, count in self.ranks.items()}
@@ -100,7 +101,8 @@ def listing(root: Path) -> Listing:
     return Listing(digest, taken, newest)
 
 
-def record(config: SyncConfig, root: Path, before: Listing, ranks: Iterable[int]) -> None:
+def record(config: SyncConfig, root: Path, before: Listing, ranks: Iterable[int],
+           skipped: list[tuple[str, str]]) -> None:
     """After a folder sync's last write to the index: what the next sync compares. A listing too
     close to a file's modification, or an index not in a local folder, leaves no record."""
     index = local_index(config)
@@ -112,7 +114,7 @@ def record(config: SyncConfig, root: Path, before: Listing, ranks: Iterable[int]
         return
     counted = Counter(ranks)
     last = LastSync(f"folder:{root}", settings_digest(config), before.digest, current_manifests(str(index), TABLES),
-                    sum(counted.values()), {str(rank): count for rank, count in sorted(counted.items())})
+                    sum(counted.values()), {str(rank): count for rank, count in sorted(counted.items())}, skipped)
     partial = path.with_name(f"{RECORD}.partial{os.getpid()}")
     partial.write_text(json.dumps({"format": FORMAT, **asdict(last)}), encoding="utf-8")
     partial.replace(path)
@@ -127,7 +129,7 @@ def unchanged(config: SyncConfig, root: Path) -> LastSync | None:
         data: dict[str, Any] = json.loads((index / RECORD).read_text(encoding="utf-8"))
         if data.pop("format") != FORMAT:
             return None
-        last = LastSync(**data)
+        last = LastSync(**{**data, "skipped": [(path, reason) for path, reason in data["skipped"]]})
     except (OSError, ValueError, TypeError, KeyError):
         return None
     if (last.source != f"folder:{root}" or last.settings != settings_digest(config)
@@ -145,7 +147,8 @@ def unchanged_sync(config: SyncConfig, lease: WriterLease) -> tuple[SyncReport, 
     if folder is None or last is None:
         return None
     docs = config.rag.docs
-    report = SyncReport(unchanged=last.documents, reason="no file changed since the last sync")
+    report = SyncReport(unchanged=last.documents, skipped=list(last.skipped),
+                        reason="no file changed since the last sync")
     report.unindexed = unindexed_files(folder, docs.include, docs.exclude).lines()
     left_out = None if last.documents else left_out_pages(folder, docs.include, docs.exclude)
     if left_out is not None:

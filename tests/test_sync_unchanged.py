@@ -19,7 +19,8 @@ from sync.unchanged import RECORD, LastSync, unchanged_sync
 from tests.support.sync import new_repo, sync_settings
 
 FILES = {"guide.md": "# Guide\n\nDeploys need a green build and one approval.\n",
-         "public/oncall.md": "---\naccess: public\n---\n# On-call\n\nPages are answered within 15 minutes.\n"}
+         "public/oncall.md": "---\naccess: public\n---\n# On-call\n\nPages are answered within 15 minutes.\n",
+         "coming-soon.md": "# Coming soon\n"}  # no text to index: skipped, with its reason, by every sync
 
 
 def written(folder: Path, files: dict[str, str], seconds_ago: float = 60) -> Path:
@@ -51,6 +52,7 @@ def test_a_second_sync_of_the_same_files_is_told_without_the_index(tmp_path: Pat
     report, last = found
     assert (report.mode, report.added, report.modified, report.deleted, report.unchanged) == ("unchanged", 0, 0, 0, 2)
     assert last.rank_counts() == {int(Level.public): 1, int(Level.team): 1}
+    assert [path for path, _ in report.skipped] == ["coming-soon.md"] and "no text" in report.skipped[0][1]
 
 
 def test_an_edit_of_the_same_size_is_a_real_sync(tmp_path: Path, embedder: LocalMiniLM) -> None:
