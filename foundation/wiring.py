@@ -113,15 +113,9 @@ def sync_config(s: Settings) -> SyncConfig:
 
 
 def open_engine(s: Settings, generator: "Generator | None" = None, read_only: bool = False) -> "Engine":
-    """The engine, with the embedding model loading on a thread while LanceDB is imported (the
-    import of rag.engine) and the index opened: the two are most of a `docsbot ask`'s start."""
-    from rag import make_embedder
-
-    config = rag_config(s)
-    embedder = make_embedder(config, load="in background")
     from rag import Engine
 
-    return Engine.open(config, generator, read_only, embedder)
+    return Engine.open(rag_config(s), generator, read_only)
 
 
 async def open_state_db(s: Settings) -> "StateDB":

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -111,9 +111,6 @@ def length_batches(texts: Sequence[str], size: int, cells: int = BATCH_CELLS) ->
     return [*batches, batch] if batch else batches
 
 
-Loading = Literal["now", "on first use", "in background"]
-
-
 class LocalMiniLM:
     """all-MiniLM-L6-v2 on onnxruntime: mean pooling over the attention mask, then L2 norm.
 
@@ -123,15 +120,13 @@ class LocalMiniLM:
     every batch then runs the same single-threaded kernels, so vectors do not depend on the
     thread count. A separate thread tokenises ahead of inference.
 
-    `load`: "now", here; "on first use": on the first embedding (a sync that finds nothing new to
-    embed never pays the ~0.4 s); "in background": on a thread started here, which the first
-    embedding waits for (`docsbot ask` imports LanceDB and opens the index meanwhile: onnxruntime
-    and the file reads release the GIL)."""
+    `lazy`: the weights are verified and loaded on the first embedding, not here (a sync that finds
+    nothing new to embed never pays the ~0.4 s)."""
 
     name = "all-MiniLM-L6-v2"
     dim = 384
 
-    def __init__(self, threads: int = 1, batch: int = 16, load: Loading = "now") -> None:
+    def __init__(self, threads: int = 1, batch: int = 16, lazy: bool = False) -> None:
         self._batch = batch
         self.threads = threads
         self.calls = 0  # texts embedded since load, for tests and benchmarks
@@ -139,17 +134,8 @@ class LocalMiniLM:
         self.stages = StageSeconds()
         self._model: tuple[Any, Any] | None = None  # (session, tokenizer)
         self._loading = threading.Lock()
-        if load == "now":
+        if not lazy:
             self._loaded()
-        elif load == "in background":
-            # not a daemon: onnxruntime aborts the process when it exits in the middle of a load
-            threading.Thread(target=self._load_quietly, name="model-load").start()
-
-    def _load_quietly(self) -> None:
-        try:
-            self._loaded()
-        except Exception:  # raised again, to the caller, by the first embedding's load
-            pass
 
     def _loaded(self) -> tuple[Any, Any]:
         """The ONNX session and the tokenizer, loaded (weights checked by sha256) on first use."""
@@ -259,10 +245,10 @@ class OpenAIEmbedder:
         return _normalise(vectors)
 
 
-def make_embedder(config: RagConfig, serving: bool = False, load: Loading = "now") -> Embedder:
+def make_embedder(config: RagConfig, serving: bool = False, lazy: bool = False) -> Embedder:
     """The configured embedder; `serving`: this process also answers questions (see bulk_threads);
-    `load`: when a local model loads (see LocalMiniLM)."""
+    `lazy`: a local model loads on its first embedding (see LocalMiniLM)."""
     embedding = config.embedding
     if embedding.provider == "openai":
         return OpenAIEmbedder(embedding, config.llm)
-    return LocalMiniLM(threads=bulk_threads(embedding.threads, serving), batch=embedding.batch, load=load)
+    return LocalMiniLM(threads=bulk_threads(embedding.threads, serving), batch=embedding.batch, lazy=lazy)

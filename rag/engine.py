@@ -60,13 +60,11 @@ class Engine:
             self.rewriter = Rewriter(self.config.llm)
 
     @classmethod
-    def open(cls, config: RagConfig, generator: Generator | None = None, read_only: bool = False,
-             embedder: Embedder | None = None) -> "Engine":
+    def open(cls, config: RagConfig, generator: Generator | None = None, read_only: bool = False) -> "Engine":
         """`read_only`: this process never writes the index (a replica), so an index on object
-        storage is read from a local mirror that keeps answering when the bucket does not.
-        `embedder`: one made before this module was imported (see foundation.wiring.open_engine)."""
+        storage is read from a local mirror that keeps answering when the bucket does not."""
         store = open_index(config.index, read_only)
-        return cls(config, store, embedder or make_embedder(config), generator or make_generator(config.llm))
+        return cls(config, store, make_embedder(config), generator or make_generator(config.llm))
 
     async def aclose(self) -> None:
         """Closes the LLM clients' connections (the bot calls it when it stops); the engine

@@ -100,7 +100,7 @@ def _sync_git(
     copy = WorkCopy.from_config(config)
     head = copy.fetch()
     copy.checkout(head)
-    embedder = embedder or make_embedder(config.rag, load="on first use")  # loaded when a chunk is new
+    embedder = embedder or make_embedder(config.rag, lazy=True)  # loaded when a chunk is new
     subdir = config.rag.links.repo_subdir.strip("/")
     root = _docs_root(copy.path, subdir)
     meta = store.meta()
@@ -158,7 +158,7 @@ def _sync_folder(
 ) -> SyncReport:
     root = folder.resolve()
     before = listing(root)  # before the files are read: one changed during this sync differs next time
-    embedder = embedder or make_embedder(config.rag, load="on first use")
+    embedder = embedder or make_embedder(config.rag, lazy=True)
     meta = store.meta()
     _say_if_replacing(store, meta, str(root), str(root))
     signature = index_signature(config, embedder, f"folder:{root}")
