@@ -33,6 +33,7 @@ from rag.index_summary import current_manifests
 from state.db import StateUnavailable
 from state.sync_status import SyncStatus
 from sync.config import SyncConfig
+from sync.errors import SyncError
 from sync.gitcmd import toplevel
 from sync.lease import WriterLease
 from sync.report import SyncReport
@@ -142,7 +143,10 @@ def unchanged_sync(config: SyncConfig, lease: WriterLease) -> tuple[SyncReport, 
     """The report of a sync of a local folder with nothing to do (its outcome recorded as the
     service records one) and the last sync it repeats; None when a sync may have something to do."""
     started = time.perf_counter()
-    folder = local_folder(config)
+    try:
+        folder = local_folder(config)
+    except SyncError:  # the sync says so, and records it as its outcome
+        return None
     last = None if folder is None else unchanged(config, folder.resolve())
     if folder is None or last is None:
         return None

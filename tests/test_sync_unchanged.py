@@ -96,3 +96,8 @@ def test_a_folder_in_a_git_work_tree_is_never_taken_as_unchanged(tmp_path: Path,
     run_sync(sync_config(settings), embedder)
     assert not (Path(settings.data_dir) / RECORD).exists()
     assert quick(settings) is None
+
+
+def test_a_missing_folder_is_left_to_the_sync_that_records_the_failure(tmp_path: Path) -> None:
+    settings = sync_settings(tmp_path, tmp_path / "docs")
+    assert quick(settings.model_copy(update={"repo": None, "docs_dir": str(tmp_path / "gone")})) is None
