@@ -105,20 +105,27 @@ def listing(root: Path) -> Listing:
 def record(config: SyncConfig, root: Path, before: Listing, ranks: Iterable[int],
            skipped: list[tuple[str, str]]) -> None:
     """After a folder sync's last write to the index: what the next sync compares. A listing too
-    close to a file's modification, or an index not in a local folder, leaves no record."""
+    close to a file's modification, or an index not in a local folder, leaves no record; one that
+    cannot be written only makes the next sync a whole one."""
     index = local_index(config)
     if index is None:
         return
     path = index / RECORD
-    path.unlink(missing_ok=True)
-    if before.racy or config.kill_at or toplevel(root) is not None:
-        return
-    counted = Counter(ranks)
-    last = LastSync(f"folder:{root}", settings_digest(config), before.digest, current_manifests(str(index), TABLES),
-                    sum(counted.values()), {str(rank): count for rank, count in sorted(counted.items())}, skipped)
     partial = path.with_name(f"{RECORD}.partial{os.getpid()}")
-    partial.write_text(json.dumps({"format": FORMAT, **asdict(last)}), encoding="utf-8")
-    partial.replace(path)
+    try:
+        path.unlink(missing_ok=True)
+        if before.racy or config.kill_at or toplevel(root) is not None:
+            return
+        counted = Counter(ranks)
+        last = LastSync(f"folder:{root}", settings_digest(config), before.digest,
+                        current_manifests(str(index), TABLES), sum(counted.values()),
+                        {str(rank): count for rank, count in sorted(counted.items())}, skipped)
+        partial.write_text(json.dumps({"format": FORMAT, **asdict(last)}), encoding="utf-8")
+        partial.replace(path)
+    except OSError as exc:
+        log.warning("could not write %s (%s): the next sync reads the index", path, exc)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def unchanged(config: SyncConfig, root: Path) -> LastSync | None:
