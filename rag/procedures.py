@@ -192,6 +192,11 @@ def widen(units: list[Unit], lo: int, hi: int) -> tuple[int, int]:
 
 
 SHORT_SENTENCE = 200  # characters
+# A unit this short rarely holds the whole answer ("You should report SLOs over a set period of
+# time.": the next sentence names the window): it is quoted with a neighbour that also scores, as
+# long as the two stay within NEIGHBOUR_CHARS. Measured on every dev set, left out by set: +2 facts.
+SHORT_UNIT = 80
+NEIGHBOUR_CHARS = 250
 
 
 def code_after(units: list[Unit], lo: int, hi: int, reach: int = 3) -> int | None:
@@ -251,6 +256,11 @@ def choose_span(best: Picked, picks: list[Picked], acts: bool, asked: set[str], 
         wider = widen(units, min(lo, p.index), max(hi, p.index))
         if len(_join(units[wider[0]:wider[1] + 1])) <= max_chars:  # still one short span
             lo, hi = wider
+    if len(best.unit.text) <= SHORT_UNIT:  # with the unit beside it that the question's words reach
+        for p in [p for p in picks if p.run == best.run and abs(p.index - best.index) == 1]:
+            wider = widen(units, min(lo, p.index), max(hi, p.index))
+            if len(_join(units[wider[0]:wider[1] + 1])) <= NEIGHBOUR_CHARS:
+                lo, hi = wider
     if acts and best.unit.kind == "prose" and hi + 1 < len(units) and units[hi + 1].block == best.unit.block:
         # a how-to's fix often follows the sentence that states its problem ("..., causing 414 URI Too
         # Long. The `maxURLLength` option ..."); a long sentence is an answer of its own

@@ -253,3 +253,13 @@ def test_the_same_sources_give_the_same_answer_in_every_process():
                               env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}).stdout
                for seed in ("0", "5")}
     assert len(answers) == 1 and next(iter(answers)).startswith("Kind: Release"), answers
+
+
+def test_a_short_sentence_is_quoted_with_the_neighbour_the_question_reaches():
+    # "You can carry over up to 5 unused days" alone leaves out when they expire, which the next
+    # sentence says (it shares "carry over"); a long sentence stands alone, and the neighbour
+    # comes only while the two stay short
+    text = answer("how many unused vacation days can I carry over to next year?",
+                  page("handbook/time-off.md", "Vacation › Carrying over"))
+    assert in_order(text, "up to **5 unused days**", "must be taken by March 31"), text
+    assert "illness or parental leave" not in text, text  # the third sentence is beyond the reach
