@@ -189,8 +189,11 @@ def _item_text(item: list[str]) -> str:
     return "\n".join(out)
 
 
+_BREAK = re.compile(r"(?:\s*<br\s*/?>\s*)+", re.I)  # Markdown tables break a cell's lines with HTML
+
+
 def _cells(line: str) -> list[str]:
-    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+    return [_BREAK.sub(" ", cell).strip() for cell in line.strip().strip("|").split("|")]
 
 
 def parse(text: str) -> Parsed:

@@ -186,6 +186,17 @@ def test_a_question_naming_a_row_gets_that_row_with_its_header():
     assert "Item: Secondary, per full week; Amount: €125" in text and "€250" not in text
 
 
+def test_a_table_cell_broken_with_html_reads_as_one_line():
+    # tRPC's docs break a cell with <br/><br/>: the row is quoted without the tags (markup residue)
+    sources = runbook("Lambda adapter", {"Endpoints": (
+        "| Endpoint | HTTP URI |\n|---|---|\n"
+        "| `getUser` | `GET https://<execution-api-link>/getUser?input=INPUT` <br/><br/>where `INPUT` is a "
+        "URI-encoded JSON string. |\n| `createUser` | `POST https://<execution-api-link>/createUser` |")})
+    text = answer("what is the HTTP URI of the getUser endpoint?", sources)
+    assert "HTTP URI: `GET https://<execution-api-link>/getUser?input=INPUT` where `INPUT` is a URI-encoded" in text, text
+    assert "<br" not in text and "createUser" not in text, text
+
+
 def test_a_quote_without_the_question_key_terms_is_declined_with_the_near_miss():
     sources = page("onboarding/vpn-setup.md", first="Step 1: install WireGuard › Windows")
     text = answer("what is the admin password?", [s for s in sources if "assistants" not in s.section])
