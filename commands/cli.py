@@ -267,6 +267,9 @@ def configure_observability(settings: Settings, args: argparse.Namespace) -> Non
 
 
 def main(argv: list[str] | None = None) -> int:
+    from rag import bound_allocator
+
+    bound_allocator()  # before any thread starts: a sync's or the bot's memory must not grow with the docs
     args = build_parser().parse_args(argv)
     try:
         settings = load_settings()

@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     # embeddings
     **dict.fromkeys(("Embedder", "EmbeddingError", "LocalMiniLM", "bulk_threads", "length_batches", "make_embedder"),
                     "rag.embeddings"),
+    "bound_allocator": "rag.native_memory",
     # the index
     **dict.fromkeys(("Hit", "Index", "IvfTuned", "StoreError", "WriteRefused", "open_index", "read_tables",
                      "vector_array"), "rag.store"),
@@ -89,6 +90,7 @@ if TYPE_CHECKING:
     from rag.formats import default_include, format_for, suffixes
     from rag.freshness import Review, review_of
     from rag.embeddings import Embedder, EmbeddingError, LocalMiniLM, bulk_threads, length_batches, make_embedder
+    from rag.native_memory import bound_allocator
     from rag.engine import Engine, History
     from rag.events import LLM_ERROR_KINDS, RagEvents
     from rag.events import install as install_events

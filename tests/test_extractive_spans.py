@@ -191,7 +191,8 @@ def test_a_table_cell_broken_with_html_reads_as_one_line():
     sources = runbook("Lambda adapter", {"Endpoints": (
         "| Endpoint | HTTP URI |\n|---|---|\n"
         "| `getUser` | `GET https://<execution-api-link>/getUser?input=INPUT` <br/><br/>where `INPUT` is a "
-        "URI-encoded JSON string. |\n| `createUser` | `POST https://<execution-api-link>/createUser` |")})
+        "URI-encoded JSON string. |\n"
+        "| `createUser` | `POST https://<execution-api-link>/createUser` |")})
     text = answer("what is the HTTP URI of the getUser endpoint?", sources)
     assert "HTTP URI: `GET https://<execution-api-link>/getUser?input=INPUT` where `INPUT` is a URI-encoded" in text, text
     assert "<br" not in text and "createUser" not in text, text
