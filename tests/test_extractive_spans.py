@@ -194,7 +194,8 @@ def test_a_table_cell_broken_with_html_reads_as_one_line():
         "URI-encoded JSON string. |\n"
         "| `createUser` | `POST https://<execution-api-link>/createUser` |")})
     text = answer("what is the HTTP URI of the getUser endpoint?", sources)
-    assert "HTTP URI: `GET https://<execution-api-link>/getUser?input=INPUT` where `INPUT` is a URI-encoded" in text, text
+    row = "HTTP URI: `GET https://<execution-api-link>/getUser?input=INPUT` where `INPUT` is a URI-encoded"
+    assert row in text, text
     assert "<br" not in text and "createUser" not in text, text
 
 
