@@ -18,6 +18,7 @@ from rag.retrieval import search_lists
 from rag.signals import DENSE, SIGNALS, TEXT, FullText
 from rag.store import IndexMissing, chunk_schema
 from rag.store.pg_tables import CHUNKS as PG_CHUNKS, driver_url
+from rag.store.search import Store
 from rag.store.schema import CHUNKS, ROW_DEFAULTS, TEXT_SEARCHED
 from tests.support.pgvector import index_database
 
@@ -127,6 +128,16 @@ def test_an_error_while_rows_are_made_reaches_the_caller_and_leaves_the_index(in
     with pytest.raises(KeyError, match="went away"):
         index.write(pa.RecordBatchReader.from_batches(first.schema, batches()), None)
     assert index.doc_hashes() == {"a.md": "hash-a.md"}
+
+
+def test_the_vector_cache_adds_only_the_hashes_it_lacks(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "index"))
+    store.cache_vectors(["t1", "t2"], np.ones((2, DIM), dtype=np.float32))
+    store.cache_vectors(["t2", "t3"], np.full((2, DIM), 2.0, dtype=np.float32))  # t2 again: kept as it was
+    cached = store.cached_table()
+    assert cached is not None and sorted(cached["text_hash"].to_pylist()) == ["t1", "t2", "t3"]
+    assert {h: float(v[0]) for h, v in store.cached_vectors(["t1", "t2", "t3"]).items()} == {
+        "t1": 1.0, "t2": 1.0, "t3": 2.0}
 
 
 def test_a_rebuild_swaps_everything_in_and_a_failed_one_changes_nothing(index: Index) -> None:
