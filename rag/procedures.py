@@ -244,6 +244,13 @@ def cut(section: Section, units: list[Unit], budget: int) -> Quote:
     return Quote(section, _join(kept), note)
 
 
+def _reach(units: list[Unit], span: tuple[int, int], index: int, limit: int) -> tuple[int, int]:
+    """The span widened (see `widen`) to take in unit `index`, when it stays within `limit`
+    characters; else the span as it was."""
+    wider = widen(units, min(span[0], index), max(span[1], index))
+    return wider if len(_join(units[wider[0]:wider[1] + 1])) <= limit else span
+
+
 def choose_span(best: Picked, picks: list[Picked], acts: bool, asked: set[str], question: str,
                 max_passages: int, max_chars: int, procedure_chars: int) -> Quote:
     """The span of `best`'s section (picks: that section's scored units, best first)."""
@@ -251,16 +258,13 @@ def choose_span(best: Picked, picks: list[Picked], acts: bool, asked: set[str], 
     units = parsed.units
     if best.unit.kind == "row":
         return table_quote(best, picks, asked, question, procedure_chars)
-    lo = hi = best.index
+    span = (best.index, best.index)
     for p in [p for p in picks if p.run == best.run and p.score >= 0.8 * best.score][1:]:
-        wider = widen(units, min(lo, p.index), max(hi, p.index))
-        if len(_join(units[wider[0]:wider[1] + 1])) <= max_chars:  # still one short span
-            lo, hi = wider
+        span = _reach(units, span, p.index, max_chars)  # still one short span
     if len(best.unit.text) <= SHORT_UNIT:  # with the unit beside it that the question's words reach
         for p in [p for p in picks if p.run == best.run and abs(p.index - best.index) == 1]:
-            wider = widen(units, min(lo, p.index), max(hi, p.index))
-            if len(_join(units[wider[0]:wider[1] + 1])) <= NEIGHBOUR_CHARS:
-                lo, hi = wider
+            span = _reach(units, span, p.index, NEIGHBOUR_CHARS)
+    lo, hi = span
     if acts and best.unit.kind == "prose" and hi + 1 < len(units) and units[hi + 1].block == best.unit.block:
         # a how-to's fix often follows the sentence that states its problem ("..., causing 414 URI Too
         # Long. The `maxURLLength` option ..."); a long sentence is an answer of its own
