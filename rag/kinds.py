@@ -1,8 +1,9 @@
 """What kind of answer a question asks for, and whether a passage holds one: a duration for
-"how long", a person or role for "who", a reason for "why" (also any passage of an ADR's Context
-or Decision section), steps or commands for "how do I", a day for "when", a time of day for
-"what time", an amount for "how much" (numbers as words too). English question words only; a
-follow-up without a question word of its own asks for what its thread asked.
+"how long" or "how far back", a person or role for "who", a reason for "why" (also any passage of
+an ADR's Context or Decision section), steps or commands for "how do I", a day or a frequency for
+"when" and "how often", a time of day for "what time", an amount for "how much" or "what is the
+upper limit" (numbers as words too). English question words only; a follow-up without a question
+word of its own asks for what its thread asked.
 
 Used by the extractive answerer (to prefer such passages, and to decline a quote that lacks the
 value asked: `lacks_value`) and by the engine (a question asking for a value goes on past the
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 
 _KINDS = (
     ("duration", re.compile(r"\bhow long\b|\bfor how many\b|\bhow many (?:days|hours|minutes|weeks|months|years)\b"
-                            r"|\bhow (?:soon|quickly|fast)\b|\bdeadline\b", re.I)),
+                            r"|\bhow (?:soon|quickly|fast)\b|\bdeadline\b|\bhow far back\b", re.I)),
     ("person", re.compile(r"^\W*who\b|\bwho(?:m|se)?\b|\bwhich (?:team|person|role)\b", re.I)),
     ("reason", re.compile(r"\bwhy\b|\breasons?\b|\bwhat for\b|\brationale\b", re.I)),
     ("steps", re.compile(r"\bhow (?:do|can|should|would) (?:i|we|you)\b|\bhow to\b|\bsteps?\b|\bset ?up\b"
@@ -23,9 +24,12 @@ _KINDS = (
     # "what time" of day, not "what time window / frame / zone"
     ("time", re.compile(r"\bwhat time\b(?!\s+(?:window|frame|period|range|span|zone|limit|slot)s?\b)"
                         r"|\bat what hour\b", re.I)),
-    ("when", re.compile(r"^\W*when\b|\bwhich day\b", re.I)),
-    ("amount", re.compile(r"\bhow much\b|\bhow many\b|\bwhat(?:'s| is| are) (?:the|our|my) (?:cost|price|fee|limit|"
-                          r"maximum|minimum|deductible|budget|allowance|stipend|rate|cap)s?\b", re.I)),
+    # a frequency ("how often": every 180 days, monthly) is answered as a "when" is
+    ("when", re.compile(r"^\W*when\b|\bwhich day\b|\bhow (?:often|frequently)\b", re.I)),
+    # "what is the upper limit", "below what size": the limit word may come with a word before it
+    ("amount", re.compile(r"\bhow much\b|\bhow many\b|\bwhat(?:'s| is| are)(?: the| our| my)? (?:\w+ )?(?:cost|price|"
+                          r"fee|limit|maximum|minimum|deductible|budget|allowance|stipend|rate|cap|size|quota)s?\b"
+                          r"|\b(?:what|which) (?:size|amount|percentage)\b", re.I)),
 )
 # Numbers as words count as numbers ("ten days of paid leave").
 _COUNT = r"(?:\d+(?:[.,]\d+)?|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|hundred)"

@@ -28,6 +28,15 @@ LEAVE = [Source(1, "Benefits", "Benefits › Compassionate leave", (
     "distant relative. If you know you will be away from work for much longer, please talk to your manager "
     "about that special case."), 0.6, "benefits.md", 1)]
 
+ROTATION = [
+    Source(1, "Secrets", "Secrets › Rotating the Stripe API keys", (
+        "1. Create a new restricted Stripe API key in the dashboard.\n"
+        "2. Store the new Stripe key in the vault and redeploy billing."), 0.6, "secrets.md", 1),
+    Source(2, "Secrets", "Secrets › Rotation schedule", (
+        "| Secret | Rotation interval |\n|---|---|\n| Stripe API keys | every 180 days |\n"
+        "| Database passwords | every 90 days |"), 0.6, "secrets.md", 2),
+]
+
 PARENTAL = [
     Source(1, "State leave", "State leave › Colorado", (
         "- [Paid family leave for bonding](https://famli.example.gov/2024/bonding-leave-12) with a new baby "
@@ -60,6 +69,11 @@ def test_a_follow_up_asks_for_the_value_its_thread_asked_for() -> None:
     assert "16 weeks" in text and not text.startswith(DECLINE_MARKER)
 
 
+def test_a_how_often_quotes_the_interval_not_the_steps_beside_it() -> None:
+    text = answer("how often do we rotate the Stripe API keys?", ROTATION)
+    assert "every 180 days" in text
+
+
 def test_a_quote_without_the_time_asked_for_is_declined_with_its_near_miss() -> None:
     text = answer("what time is the Release team's weekly sync?", RELEASE)
     assert text == f"{DECLINE_MARKER} (closest: Release team › Release team › Meetings)"
@@ -72,6 +86,11 @@ def test_a_quote_without_the_time_asked_for_is_declined_with_its_near_miss() -> 
     ("what's our deadline to fix a high-severity vulnerability?", [], "duration"),
     ("what time is the sync?", [], "time"),
     ("what's the deductible on the medical plan?", [], "amount"),
+    ("how often do we rotate the Stripe API keys?", [], "when"),
+    ("how far back can we restore the database?", [], "duration"),
+    ("What is the upper limit of Amazon RDS DB instances?", [], "amount"),
+    ("below what size are imported assets inlined?", [], "amount"),
+    ("what time window do deploys have?", [], None),
 ])
 def test_thread_kind(question: str, history: list[tuple[str, str]], kind: str | None) -> None:
     assert thread_kind(question, history) == kind
