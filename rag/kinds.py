@@ -55,6 +55,16 @@ _WHEN = re.compile(r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sund
                    r"quarterly|annually|every)\b", re.I)
 
 
+# "can I ...?", "so do we ...?", "I joined in March. do I have to ...?"
+_YES_NO = re.compile(r"(?:^|[.?!,]\s+|\bso\s+)(?:can|could|do|does|did|is|are|am|should|will|would|may|must|have|has|"
+                     r"shall)\s+(?:i|we|you|they|it|he|she|there|my|our|the|a|an|this|that)\b", re.I)
+
+
+def asks_yes_no(question: str) -> bool:
+    """Whether a sentence of the question is a yes/no one ("can I deploy on Friday?")."""
+    return bool(_YES_NO.search(question))
+
+
 def question_kind(question: str) -> str | None:
     """duration, person, reason, steps, time, when or amount: the kind of passage that answers it, if known."""
     return next((kind for kind, pattern in _KINDS if pattern.search(question)), None)

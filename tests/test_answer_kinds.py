@@ -16,7 +16,7 @@ from rag import answerability
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
-from rag.kinds import lacks_value, thread_kind
+from rag.kinds import asks_yes_no, lacks_value, thread_kind
 from rag.levels import Level
 from rag.prompt import DECLINE_MARKER, Source
 from rag.store.search import Store
@@ -137,3 +137,14 @@ async def test_a_how_to_goes_past_a_declining_gate_only_when_its_quote_shows_wha
     assert rollback.answered and "argocd app set" in rollback.answer
     unknown = await closed_gate.ask("how do I book a meeting room in the Lisbon office?", Level.restricted)
     assert not unknown.answered and unknown.abstain_reason == "no_match"
+
+
+@pytest.mark.parametrize(("question", "yes_no"), [
+    ("can I deploy on friday?", True),
+    ("I joined in March. do I have to redo the training in April?", True),
+    ("so is there a budget for a desk?", True),
+    ("how do I deploy on friday?", False),
+    ("what can I expense?", False),
+])
+def test_asks_yes_no(question: str, yes_no: bool) -> None:
+    assert asks_yes_no(question) is yes_no

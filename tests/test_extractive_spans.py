@@ -276,3 +276,16 @@ def test_a_short_sentence_is_quoted_with_the_neighbour_the_question_reaches():
                   page("handbook/time-off.md", "Vacation › Carrying over"))
     assert in_order(text, "up to **5 unused days**", "must be taken by March 31"), text
     assert "illness or parental leave" not in text, text  # the third sentence is beyond the reach
+
+
+def test_a_yes_no_is_quoted_with_the_condition_beside_it():
+    # the sentence that names the gym says nothing of how much; the one before it states the figure,
+    # and a yes/no is answered with its condition or figure (a name's digits are no figure)
+    wellness = [Source(1, "Benefits", "Benefits › Wellness", (
+        "We want you to stay healthy. You can claim up to €60 a month for sport and fitness. "
+        "A gym membership counts as sport and fitness for this benefit, whether it covers classes, a pool or a "
+        "climbing wall. "
+        "Everyone at Acme365 gets a discount with our fitness partner."), 0.6, "benefits.md", 1)]
+    text = answer("can I claim my gym membership?", wellness)
+    assert in_order(text, "up to €60 a month", "gym membership counts"), text
+    assert "Acme365" not in text, text
