@@ -197,9 +197,10 @@ SHORT_SENTENCE = 200  # characters
 # long as the two stay within NEIGHBOUR_CHARS. Measured on every dev set, left out by set: +2 facts.
 SHORT_UNIT = 80
 NEIGHBOUR_CHARS = 250
-# A yes/no is answered with its condition or its figure ("Deploys are allowed Monday to Thursday",
-# "up to $200/month"): when the best unit states neither, the nearest one within two units that
-# does comes with it, within NEIGHBOUR_CHARS. Measured on every dev set: +2 facts, lengths unchanged.
+# A yes/no is answered with its condition or its figure ("up to $200/month", "joined within 6
+# months"): when the best unit states neither, the unit beside it (the next first) that does and
+# that the question's words reach comes with it, within NEIGHBOUR_CHARS. Measured on every dev set:
+# +2 facts; any unit within two, reached or not, holds no more facts and lengthens mtrag-govt 1.08x.
 CONDITION = re.compile(r"\b(?:if|unless|only|except|within|up to|at most|at least|as long as|provided|when|before|"
                        r"after|until)\b", re.I)
 
@@ -274,10 +275,10 @@ def choose_span(best: Picked, picks: list[Picked], acts: bool, asked: set[str], 
     if len(best.unit.text) <= SHORT_UNIT:  # with the unit beside it that the question's words reach
         for p in [p for p in picks if p.run == best.run and abs(p.index - best.index) == 1]:
             span = _reach(units, span, p.index, NEIGHBOUR_CHARS)
+    reached = {p.index for p in picks if p.run == best.run}  # the units that share a question word
     if not acts and asks_yes_no(question) and not qualifies(best.unit.text):
-        near = [j for d in (1, 2) for j in (best.index + d, best.index - d) if 0 <= j < len(units)
-                and not span[0] <= j <= span[1] and units[j].kind in ("prose", "item", "note")
-                and qualifies(units[j].text)]
+        near = [j for j in (best.index + 1, best.index - 1) if j in reached and not span[0] <= j <= span[1]
+                and units[j].kind in ("prose", "item", "note") and qualifies(units[j].text)]
         span = next((wider for j in near if (wider := _reach(units, span, j, NEIGHBOUR_CHARS)) != span), span)
     lo, hi = span
     if acts and best.unit.kind == "prose" and hi + 1 < len(units) and units[hi + 1].block == best.unit.block:
