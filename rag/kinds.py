@@ -26,10 +26,10 @@ _KINDS = (
                         r"|\bat what hour\b", re.I)),
     # a frequency ("how often": every 180 days, monthly) is answered as a "when" is
     ("when", re.compile(r"^\W*when\b|\bwhich day\b|\bhow (?:often|frequently)\b", re.I)),
-    # "what is the upper limit", "below what size": the limit word may come with a word before it
+    # "what is the upper limit": the limit word may come with a word before it
     ("amount", re.compile(r"\bhow much\b|\bhow many\b|\bwhat(?:'s| is| are)(?: the| our| my)? (?:\w+ )?(?:cost|price|"
-                          r"fee|limit|maximum|minimum|deductible|budget|allowance|stipend|rate|cap|size|quota)s?\b"
-                          r"|\b(?:what|which) (?:size|amount|percentage)\b", re.I)),
+                          r"fee|limit|maximum|minimum|deductible|budget|allowance|stipend|rate|cap|size|quota)s?\b",
+                          re.I)),
 )
 # Numbers as words count as numbers ("ten days of paid leave").
 _COUNT = r"(?:\d+(?:[.,]\d+)?|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|hundred)"

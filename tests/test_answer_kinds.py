@@ -89,7 +89,6 @@ def test_a_quote_without_the_time_asked_for_is_declined_with_its_near_miss() -> 
     ("how often do we rotate the Stripe API keys?", [], "when"),
     ("how far back can we restore the database?", [], "duration"),
     ("What is the upper limit of Amazon RDS DB instances?", [], "amount"),
-    ("below what size are imported assets inlined?", [], "amount"),
     ("what time window do deploys have?", [], None),
 ])
 def test_thread_kind(question: str, history: list[tuple[str, str]], kind: str | None) -> None:
