@@ -78,7 +78,6 @@ class Document:
     access: Level
     area: str
     owner: str
-    body: str  # the sections as normalised Markdown (markdown_of), for readers of the whole text
     content_hash: str  # sha256 of the normalised file text (and of the texts it includes)
     sections: tuple[Section, ...]  # what chunking reads; heading paths below the title
     includes: tuple[str, ...]  # docs-root-relative paths the parser pulled in
@@ -92,6 +91,13 @@ class Document:
     reviewed: str
     review_days: int | None
     status: str
+
+    @property
+    def body(self) -> str:
+        """The sections as normalised Markdown (markdown_of), for readers of the whole text: made
+        when asked, since a sync holds every document it reads (807 awsdocs pages: 24 MB with a
+        stored copy, 10 MB of it this text)."""
+        return markdown_of(self.sections)
 
 
 @dataclass(frozen=True)
@@ -266,7 +272,6 @@ def parse_document(path: str, raw: bytes, rules: AccessRules, max_bytes: int, re
         access=access,
         area=fields.get("area", ""),
         owner=fields.get("owner", ""),
-        body=markdown_of(sections),
         content_hash=hashlib.sha256("\x00".join([text, *included]).encode()).hexdigest(),
         sections=sections,
         includes=parsed.includes,
