@@ -272,10 +272,11 @@ def choose_span(best: Picked, picks: list[Picked], acts: bool, asked: set[str], 
     span = (best.index, best.index)
     for p in [p for p in picks if p.run == best.run and p.score >= 0.8 * best.score][1:]:
         span = _reach(units, span, p.index, max_chars)  # still one short span
-    if len(best.unit.text) <= SHORT_UNIT:  # with the unit beside it that the question's words reach
-        for p in [p for p in picks if p.run == best.run and abs(p.index - best.index) == 1]:
-            span = _reach(units, span, p.index, NEIGHBOUR_CHARS)
     reached = {p.index for p in picks if p.run == best.run}  # the units that share a question word
+    if len(best.unit.text) <= SHORT_UNIT:  # with the unit beside it that the question's words reach
+        for j in (best.index - 1, best.index + 1):
+            if j in reached:
+                span = _reach(units, span, j, NEIGHBOUR_CHARS)
     if not acts and asks_yes_no(question) and not qualifies(best.unit.text):
         near = [j for j in (best.index + 1, best.index - 1) if j in reached and not span[0] <= j <= span[1]
                 and units[j].kind in ("prose", "item", "note") and qualifies(units[j].text)]
