@@ -54,11 +54,15 @@ def _credentials(env: dict[str, str]) -> dict[str, str]:
 
 
 @contextmanager
-def local_s3(bucket: str = "docsbot") -> Iterator[LocalS3]:
+def local_s3() -> Iterator[LocalS3]:
+    """A server with one empty bucket, named for its port: a process keeps an index URI's file
+    system (rag/index_summary.py), so a bucket of the same name on the previous test's server,
+    stopped since, would cost each later test ~25 s per listing in connection retries."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per object request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
+    bucket = f"docsbot-{port}"
     s3 = LocalS3(f"http://{host}:{port}", bucket, server)
     # moto keeps every server's objects in this process: start each test from an empty store.
     urllib.request.urlopen(urllib.request.Request(f"{s3.endpoint}/moto-api/reset", method="POST")).close()
