@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     embedding_threads: int = 0
     # Texts per batch (local model: length-bucketed; OpenAI-compatible endpoint: per request).
     embedding_batch: int = 16
+    # Seconds between saves of new vectors to the index's cache while a long run embeds (besides one
+    # per 512 chunks): the most embedding a killed index or sync does again. Each save is a commit
+    # to the cache table, and their count, not the repository, drove a first sync's memory.
+    embedding_save_s: float = 30.0
 
     chat_model: str = "gpt-4o-mini"
     # The chat provider (rag/providers): `openai` is any OpenAI-compatible endpoint. Every provider

@@ -24,6 +24,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "embedding_dim": (1, 65_536),
     "embedding_threads": (0, 1_024),  # 0: one per core for bulk indexing
     "embedding_batch": (1, 4_096),
+    "embedding_save_s": (0.1, DAY_S),
     "llm_attempt_timeout_s": (0.001, DAY_S),
     "llm_total_timeout_s": (0.001, DAY_S),
     "llm_max_retries": (0, 100),

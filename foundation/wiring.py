@@ -57,7 +57,7 @@ def rag_config(s: Settings) -> RagConfig:
         links=LinkConfig(*links_of(s), s.repo_subdir, *site_of(s)),
         index=index_config(s),
         embedding=EmbeddingConfig(s.embedding_provider, s.embedding_model, s.embedding_dim, s.embedding_threads,
-                                  s.embedding_batch),
+                                  s.embedding_batch, s.embedding_save_s),
         llm=llm_config(s),
         rerank=RerankConfig(s.rerank_url, s.rerank_model, _secret(s.rerank_api_key), s.rerank_timeout_s,
                             s.rerank_top_n),

@@ -112,6 +112,7 @@ class EmbeddingConfig:
     dim: int
     threads: int  # bulk embedding; 0: automatic (see rag.embeddings.bulk_threads)
     batch: int
+    save_s: float  # seconds between saves to the vector cache while embedding (rag/indexer.py)
 
 
 @dataclass(frozen=True)

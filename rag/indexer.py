@@ -87,19 +87,20 @@ def _site_page(links: LinkConfig, path: str, content_hash: str) -> str:
     return page_url(info.layout, links.site_url, path, front, "", info)
 
 
-# Vectors reach the cache at least this often while a long run embeds, so a killed index or sync
-# loses at most this much work (each save is one commit to the cache table, compacted at the end).
-SAVE_EVERY_S = 2.0
+# A long run saves its new vectors to the cache every SAVE_EVERY_ROWS of them, every `save_s`
+# seconds (DOCSBOT_EMBEDDING_SAVE_S) and at the end of each batch of rows, so a killed index or
+# sync embeds little again. Each save is one commit to the cache table, compacted at the end.
 SAVE_EVERY_ROWS = 1024
+SAVE_EVERY_S = 30.0
 
 
 def embed_chunks(
     store: Index, embedder: Embedder, chunks: list[Chunk], stats: IndexStats | None = None,
-    save_rows: int = SAVE_EVERY_ROWS, progress: Progress | None = None,
+    save_rows: int = SAVE_EVERY_ROWS, save_s: float = SAVE_EVERY_S, progress: Progress | None = None,
 ) -> tuple[np.ndarray, int]:
     """Vectors for chunks, from the cache where the text was embedded before; returns (vectors,
-    number of texts embedded now). New vectors are saved to the cache as they are computed;
-    `progress` counts them (else a Progress of their own)."""
+    number of texts embedded now). New vectors are saved to the cache as they are computed (every
+    `save_rows` vectors or `save_s` seconds); `progress` counts them (else a Progress of their own)."""
     cached = store.cached_vectors([c.text_hash for c in chunks])
     missing: dict[str, str] = {}
     for chunk in chunks:
@@ -109,7 +110,7 @@ def embed_chunks(
         own = progress is None
         progress = progress or Progress(len(missing))
         try:
-            _embed_missing(store, embedder, missing, cached, stats or IndexStats(), save_rows, progress)
+            _embed_missing(store, embedder, missing, cached, stats or IndexStats(), (save_rows, save_s), progress)
         finally:
             if own:
                 progress.close()
@@ -119,7 +120,7 @@ def embed_chunks(
 
 def _embed_missing(
     store: Index, embedder: Embedder, missing: dict[str, str], into: dict[str, np.ndarray], stats: IndexStats,
-    save_rows: int, progress: Progress,
+    save_every: tuple[int, float], progress: Progress,
 ) -> None:
     hashes = list(missing)
     unsaved: list[str] = []
@@ -129,7 +130,7 @@ def _embed_missing(
             into[hashes[i]] = vector
             unsaved.append(hashes[i])
         progress.advance(len(idx))
-        if len(unsaved) >= save_rows or time.monotonic() - last_save >= SAVE_EVERY_S:
+        if len(unsaved) >= save_every[0] or time.monotonic() - last_save >= save_every[1]:
             with stats.steps.stage("save"):
                 _save(store, unsaved, into, progress)
             last_save = time.monotonic()
@@ -209,7 +210,8 @@ class RowStream:
 
     def _rows(self, chunks: list[Chunk], owner: list[Document], progress: Progress) -> pa.RecordBatch:
         with self.stats.steps.stage("embed"):
-            vectors, embedded = embed_chunks(self.store, self.embedder, chunks, self.stats, progress=progress)
+            vectors, embedded = embed_chunks(self.store, self.embedder, chunks, self.stats,
+                                             save_s=self.config.embedding.save_s, progress=progress)
         self.stats.chunks_embedded += embedded
         self.stats.chunks_reused = self.stats.chunks - self.stats.chunks_embedded
         return rows_of(chunks, owner, vectors, self.provenance, self.config, self.embedder.dim)

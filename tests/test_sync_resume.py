@@ -41,8 +41,8 @@ def sync_command(settings) -> tuple[list[str], dict[str, str]]:
            # The killed sync's writer lease expires after this (a real worker's standby waits as long).
            "DOCSBOT_SYNC_LEASE_TTL_S": str(LEASE_TTL_S), "DOCSBOT_SYNC_LEASE_RENEW_S": "0.5",
            # One thread: ~15 s of embedding, so the kill lands well before the end although the
-           # progress row seen is up to 2 s old (with both cores it once finished in between).
-           "DOCSBOT_EMBEDDING_THREADS": "1"}
+           # progress row seen is up to 1 s old (with both cores it once finished in between).
+           "DOCSBOT_EMBEDDING_THREADS": "1", "DOCSBOT_EMBEDDING_SAVE_S": "1"}
     return [sys.executable, "-m", "commands.cli", "sync", "--json"], env
 
 

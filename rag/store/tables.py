@@ -31,7 +31,7 @@ log = logging.getLogger("docsbot.index")
 SUMMARISED = (CHUNKS, META)  # the tables the summary describes: what `docsbot status` shows
 # Lance's metadata cache (manifests, file footers) of this process's connection. By default
 # it kept the manifest of every version read, and a first sync commits the vector cache
-# every ~2 s with each manifest listing every fragment so far: it grew with the square of the
+# many times with each manifest listing every fragment so far: it grew with the square of the
 # saves (250 saves of 40 vectors: 16 MB in the cache, +44 MB RSS; +23 MB with this bound).
 METADATA_CACHE_BYTES = 16 << 20
 
@@ -196,7 +196,7 @@ class Tables:
 
     def cache_vectors(self, text_hashes: list[str], vectors: np.ndarray) -> None:
         """Add the vectors of the hashes the cache lacks. An append of those found missing, not a
-        merge_insert: a first sync saves every ~2 s (hundreds of commits on 10k chunks), and
+        merge_insert: a first sync saves many times (dozens of commits on 10k chunks), and
         merge_insert's joins made its peak RSS grow with them (807 awsdocs pages, a free stand-in
         embedder saving per batch: 482-489 -> 396-403 MB). A writer adding the same hash in
         between leaves a second row with the same vector: lookups take either."""
