@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test eval bench install
+.PHONY: run test eval eval-suite eval-replay eval-shared shared-folder bench install
 
 # Installs only when pyproject.toml changed since the last install (the stamp), and then silently:
 # -qq keeps pip's errors but not its warnings (e.g. the editable-install notice from setuptools).
@@ -34,11 +34,20 @@ test: $(STAMP)
 # does not have (CI runs it after `make test`; it fails without ../shared): the tests that read
 # whole shared corpora (pytest -m shared), the dev-suite gate (every set, with the thresholds files'
 # bars) and the replay of 50 commits of the openshift/runbooks history against full rebuilds.
-eval: $(STAMP)
+# The three share nothing on disk: `make -j 2 -O eval` (as .ci/run does) runs two at a time.
+eval: eval-suite eval-replay eval-shared
+
+shared-folder:
 	@test -d ../shared/eval || { echo "make eval: the shared eval folder is not at $(abspath ..)/shared" >&2; exit 1; }
-	$(BIN)/python -m pytest -q -m shared -p no:cacheprovider
+
+eval-suite: $(STAMP) shared-folder
 	env -u OPENAI_API_KEY -u OPENAI_BASE_URL $(BIN)/python -m eval run --suite eval/dev-suite.json
+
+eval-replay: $(STAMP) shared-folder
 	$(BIN)/python -m eval bench-sync --files 0
+
+eval-shared: $(STAMP) shared-folder
+	$(BIN)/python -m pytest -q -m shared -p no:cacheprovider
 
 bench: $(STAMP)
 	$(BIN)/python -m eval bench
