@@ -110,7 +110,7 @@ def embed_chunks(
         own = progress is None
         progress = progress or Progress(len(missing))
         try:
-            _embed_missing(store, embedder, missing, cached, stats or IndexStats(), (save_rows, save_s), progress)
+            _embed_missing(store, embedder, missing, cached, stats or IndexStats(), save_rows, save_s, progress)
         finally:
             if own:
                 progress.close()
@@ -120,7 +120,7 @@ def embed_chunks(
 
 def _embed_missing(
     store: Index, embedder: Embedder, missing: dict[str, str], into: dict[str, np.ndarray], stats: IndexStats,
-    save_every: tuple[int, float], progress: Progress,
+    save_rows: int, save_s: float, progress: Progress,
 ) -> None:
     hashes = list(missing)
     unsaved: list[str] = []
@@ -130,7 +130,7 @@ def _embed_missing(
             into[hashes[i]] = vector
             unsaved.append(hashes[i])
         progress.advance(len(idx))
-        if len(unsaved) >= save_every[0] or time.monotonic() - last_save >= save_every[1]:
+        if len(unsaved) >= save_rows or time.monotonic() - last_save >= save_s:
             with stats.steps.stage("save"):
                 _save(store, unsaved, into, progress)
             last_save = time.monotonic()
