@@ -33,6 +33,9 @@ QUESTION_INPUT = "question"
 
 THINKING = "Looking through the docs…"
 SOURCES = "*Sources*"
+# Under a not-sure reply (Answer.confidence): the passage is the closest the docs hold, not a sure answer.
+NOT_SURE_CONTEXT = ("⚠️ Not a sure answer: this is the closest passage in the docs, quoted as written. "
+                    "A 👎 tells the docs' owners it is missing.")
 IN_LINE = "You're in line: {ahead} ahead of you. I'll answer as soon as it's your turn."
 
 Block = dict[str, Any]
@@ -176,9 +179,11 @@ def answer_message(
     `native_feedback`)."""
     body = answer_body(answer, pages)
     blocks = [section(piece, verbatim=True) for piece in split_text(body)]
-    if answer.answered and answer.citations:
+    if answer.citations:  # an answer's sources, or the page of a not-sure passage
         lines = [citation_line(c) for c in answer.citations[:MAX_CITATIONS]]
         blocks.extend(section(piece, verbatim=True) for piece in split_text(SOURCES + "\n" + "\n".join(lines)))
+    if answer.confidence == "not_sure":
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": NOT_SURE_CONTEXT}]})
     if answer.scope_note:  # a channel's scope (rag/scope.py): the answer came from outside it, or there was none
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": escape(answer.scope_note)}]})
     blocks.append(native_feedback_buttons(answer_id) if native_feedback else feedback(answer_id))
@@ -188,7 +193,7 @@ def answer_message(
 def answer_body(answer: Answer, pages: Pages | None = None) -> str:
     """The answer's text as Slack mrkdwn (escaped), its links resolved against its citations and
     the site's URL rules (`pages`), or why there is none."""
-    if answer.answered:
+    if answer.answered or answer.confidence == "not_sure":
         return mrkdwn(truncate(answer.answer, ANSWER_LIMIT), AnswerLinks(answer.citations, pages))
     if answer.near_miss:
         near = answer.near_miss

@@ -254,7 +254,8 @@ GATED = ("answered_rate", "abstention_recall", "abstention_precision")  # the ba
 def set_bars(eval_set: EvalSet) -> tuple[float, float, float] | None:
     """The answered rate, abstention recall and precision a set's thresholds file demands (None:
     none of them)."""
-    minimum = load_thresholds(thresholds_path(eval_set.golden[0])).minimum if eval_set.golden else {}
+    source = eval_set.thresholds or (thresholds_path(eval_set.golden[0]) if eval_set.golden else None)
+    minimum = load_thresholds(source).minimum if source else {}
     if not any(name in minimum for name in GATED):
         return None
     answered, recall, precision = (minimum.get(name, 0.0) for name in GATED)

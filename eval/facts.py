@@ -24,6 +24,7 @@ from typing import Any
 
 from eval import metrics
 from eval.golden import GoldenCase, GoldenError, patterns
+from rag import NOT_SURE_LEAD
 from rag.slack_text import to_mrkdwn
 
 _FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1[^\n]*$", re.M | re.S)
@@ -87,28 +88,56 @@ def with_overlay(cases: list[GoldenCase], overlay: Path | None) -> list[GoldenCa
     return [replace(c, facts=facts[c.id]) if c.id in facts else c for c in cases]
 
 
+def shown(answer: Any) -> str:
+    """What a reply shows of the docs: a confident answer, or a not-sure reply's passage without
+    its lead ("" for a decline)."""
+    if answer.answered:
+        return answer.answer
+    if answer.confidence == "not_sure":
+        return answer.answer.removeprefix(NOT_SURE_LEAD).strip()
+    return ""
+
+
 def fact_report(cases: Sequence[GoldenCase], answers: Sequence[Any], failures: Any) -> dict[str, Any]:
-    """fact_held_rate over the answerable cases with facts, confident answers to unanswerable
-    questions (a count, to pool over sets), answer lengths and the markup residue rate."""
-    held, lengths, prose_lengths, marked = [], [], [], []
+    """Over the answerable cases with facts: the fact held (a confident answer holds it), held
+    with the gold page cited, and shown (in a confident answer or a not-sure passage that cites a
+    gold page); how the covered cases were framed (not sure, declined) and the uncovered ones
+    (confident answers as a count, to pool over sets; not-sure replies); the lengths of what
+    was shown (answers and passages) and its markup residue rate."""
+    held, held_gold, fact_shown, lengths, prose_lengths, marked = [], [], [], [], [], []
     uncovered = [c for c in cases if not c.answerable]
     for case, answer in zip(cases, answers):
-        if answer.answered:
-            lengths.append(float(words(answer.answer)))
-            prose_lengths.append(float(words(prose(answer.answer))))
-            kinds = residue(answer.answer)
+        text = shown(answer)
+        if text:
+            lengths.append(float(words(text)))
+            prose_lengths.append(float(words(prose(text))))
+            kinds = residue(text)
             marked.append(bool(kinds))
             if kinds:
                 failures.add(case.id, "markup residue: " + ", ".join(kinds))
         if case.answerable and case.facts:
+            gold = any(c.doc_path in case.gold_doc_ids for c in answer.citations)
             held.append(answer.answered and holds(answer.answer, case.facts))
-            if not held[-1]:
-                failures.add(case.id, "the fact is not in the answer: " + " & ".join(case.facts))
+            held_gold.append(held[-1] and gold)
+            fact_shown.append(bool(text) and gold and holds(text, case.facts))
+            if not fact_shown[-1]:
+                failures.add(case.id, "the fact is not shown: " + " & ".join(case.facts))
+            elif not held[-1]:
+                failures.add(case.id, "the fact is shown in a not-sure passage: " + " & ".join(case.facts))
+    covered = [(c, a) for c, a in zip(cases, answers) if c.answerable]
     return {
         "fact_held_rate": metrics.mean(held),
+        "fact_held_confident": metrics.mean(held_gold),
+        "fact_shown": metrics.mean(fact_shown),
         "fact_cases": len(held),
+        "not_sure_rate": metrics.mean([a.confidence == "not_sure" for _, a in covered]),
+        "declined_rate": metrics.mean([a.confidence == "declined" for _, a in covered]),
+        "gold_shown_rate": metrics.mean([a.confidence != "declined" and any(cited.doc_path in case.gold_doc_ids
+                                                                            for cited in a.citations)
+                                         for case, a in covered]),
         "uncovered": len(uncovered),
         "uncovered_answered": sum(a.answered for c, a in zip(cases, answers) if not c.answerable),
+        "uncovered_not_sure": sum(a.confidence == "not_sure" for c, a in zip(cases, answers) if not c.answerable),
         "answer_words_p50": metrics.percentile(lengths, 50),
         "answer_words_p90": metrics.percentile(lengths, 90),
         "prose_words_p50": metrics.percentile(prose_lengths, 50),
@@ -118,12 +147,19 @@ def fact_report(cases: Sequence[GoldenCase], answers: Sequence[Any], failures: A
 
 
 def pooled(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Confident answers to unanswerable questions over all sets together, and the worst set's
-    fact held (the targets are per set)."""
+    """Confident answers and not-sure replies to unanswerable questions over all sets together,
+    and the worst set's fact held and fact shown (the targets are per set)."""
     total = sum(r.get("uncovered", 0) for r in reports.values())
-    facts = {name: r["fact_held_rate"] for name, r in reports.items() if r.get("fact_held_rate") is not None}
+
+    def worst(key: str) -> list | None:
+        figures = {name: r[key] for name, r in reports.items() if r.get(key) is not None}
+        return list(metrics.worst(figures)) if figures else None
+
     return {
         "uncovered_answered_pooled": (sum(r.get("uncovered_answered", 0) for r in reports.values()) / total
                                       if total else None),
-        "worst_fact_held": list(metrics.worst(facts)) if facts else None,
+        "uncovered_not_sure_pooled": (sum(r.get("uncovered_not_sure", 0) for r in reports.values()) / total
+                                      if total else None),
+        "worst_fact_held": worst("fact_held_rate"),
+        "worst_fact_shown": worst("fact_shown"),
     }

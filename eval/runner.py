@@ -134,6 +134,8 @@ def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failure
         if case.answerable:
             if answer.answered:
                 cites_gold.append(any(c.doc_path in case.gold_doc_ids for c in answer.citations))
+            elif answer.confidence == "not_sure":
+                failures.add(case.id, "not sure on an answerable question")
             else:
                 failures.add(case.id, f"abstained ({answer.abstain_reason}) on an answerable question")
                 pointed.append(answer.near_miss is not None)  # a false "I don't know" that names a page
@@ -222,7 +224,13 @@ ROWS = (
     ("fences_balanced_rate", "fences balanced"),
     ("exception_rate", "exception mentioned"),
     ("fact_held_rate", "fact held"),
+    ("fact_held_confident", "fact held, gold cited"),
+    ("fact_shown", "fact shown"),
+    ("gold_shown_rate", "gold page shown"),
+    ("not_sure_rate", "not sure (covered)"),
+    ("declined_rate", "declined (covered)"),
     ("uncovered_answered", "answered uncovered"),
+    ("uncovered_not_sure", "not sure uncovered"),
     ("answer_words_p50", "words p50"),
     ("answer_words_p90", "words p90"),
     ("prose_words_p50", "prose words p50"),
@@ -337,7 +345,7 @@ def engines(
 def run_set(engine: Engine, settings: Settings, eval_set: EvalSet, args: argparse.Namespace) -> dict[str, Any]:
     golden = list(eval_set.golden)
     cases = with_overlay(load_golden(golden), eval_set.facts)
-    thresholds = load_thresholds(args.thresholds or thresholds_path(golden[0]))
+    thresholds = load_thresholds(args.thresholds or eval_set.thresholds or thresholds_path(golden[0]))
     root = prepare(engine, settings, eval_set, cases, sys.stderr)
     report = {"golden": [str(p) for p in golden], "docs": str(root)} | evaluate(engine, cases, args.compare)
     report["feedback"] = feedback_report(engine.store, cases, report["failure_reasons"])

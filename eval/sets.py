@@ -5,7 +5,8 @@ n-th `--golden` goes with the n-th `--docs`) or a suite file, JSON:
   {"sets": [{"name", "docs", "golden": [files], "default_level": "public", "data_dir": "...",
              "bundle": "a Git bundle, cloned once; docs is then a folder of its checkout",
              "include": ["globs of the files indexed, replacing DOCSBOT_INCLUDE for this set"],
-             "tune": false, "facts": "an overlay {row id: [regex]} (eval/facts.py)"}]}
+             "tune": false, "facts": "an overlay {row id: [regex]} (eval/facts.py)",
+             "thresholds": "the set's bars, for golden files that are not ours (else the file beside them)"}]}
 with paths relative to the suite file. `include` lets a set of .rst, .mdx or .adoc pages be
 indexed whatever the default globs are (an index is reused while its docs folder, chunking
 version, which parser changes bump, and include globs are the same; sync/folder.py).
@@ -44,6 +45,7 @@ class EvalSet:
     include: tuple[str, ...] | None = None  # None: the settings' include globs
     tune: bool = True  # False: `eval run` only, left out of sweep and calibrate
     facts: Path | None = None  # an overlay of `facts` by row id, for golden files that are not ours
+    thresholds: Path | None = None  # the bars, for golden files that are not ours (eval/golden.thresholds_path)
 
     def settings(self, base: Settings, several: bool) -> Settings:
         update: dict[str, Any] = {}
@@ -104,6 +106,7 @@ def load_suite(path: Path) -> list[EvalSet]:
                 tuple(check_pattern(str(g)) for g in include) if include is not None else None,
                 tune,
                 here / entry["facts"] if "facts" in entry else None,
+                here / entry["thresholds"] if "thresholds" in entry else None,
             ))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise GoldenError(f"{path}: set {number}: {exc!r} (needs name, docs, golden)") from None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     # answering
     **dict.fromkeys(("Engine", "History"), "rag.engine"),
-    **dict.fromkeys(("ABSTAIN_MESSAGES", "Answer", "Citation", "Diagnostics"), "rag.answer"),
+    **dict.fromkeys(("ABSTAIN_MESSAGES", "NOT_SURE_LEAD", "Answer", "Citation", "Diagnostics"), "rag.answer"),
     "Level": "rag.levels",
     **dict.fromkeys(("SCOPE_MODES", "Scope"), "rag.scope"),
     "ExtractiveAnswerer": "rag.extractive",
@@ -77,7 +77,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from rag.answer import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics
+    from rag.answer import ABSTAIN_MESSAGES, NOT_SURE_LEAD, Answer, Citation, Diagnostics
     from rag.chunking import chunk_document, sections
     from rag.config import (
         AnswerConfig, ChunkingConfig, DocsConfig, EmbeddingConfig, IndexConfig, LinkConfig, LLMConfig, RagConfig,

@@ -18,6 +18,9 @@ ABSTAIN_MESSAGES = {
     "provider_error": "The AI service is unavailable right now, so I can't answer.",
     "index_unavailable": "The docs index isn't ready (it is still being built or can't be read).",
 }
+# The lead of a not-sure reply: the gate doubted the match, so the closest passage is quoted and
+# cited as a passage to read rather than as the answer (Answer.confidence "not_sure").
+NOT_SURE_LEAD = "I couldn't find a sure answer; the closest passage is:"
 
 
 @dataclass
@@ -74,11 +77,16 @@ class Answer:
     # What a channel's scope changed (rag/scope.py): the answer came from outside it, or nothing
     # inside it answered; "" when the scope made no difference or there is none.
     scope_note: str = ""
+    # How the reply frames what it shows: "answer" (confident, cited), "not_sure" (the closest
+    # passage quoted and cited, `answered` false: still a gap to fill) or "declined" (nothing shown
+    # but the near miss, if any).
+    confidence: str = "declined"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "answer": self.answer,
             "answered": self.answered,
+            "confidence": self.confidence,
             "abstain_reason": self.abstain_reason,
             "citations": [_public(c) for c in self.citations],
             "diagnostics": asdict(self.diagnostics),

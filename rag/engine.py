@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 from opentelemetry import trace
 
-from rag.answer import ABSTAIN_MESSAGES, Answer, Citation, Diagnostics
+from rag.answer import ABSTAIN_MESSAGES, NOT_SURE_LEAD, Answer, Citation, Diagnostics
 from rag import answerability
 from rag.check import StreamGate, check_answer, links_in, renumber, without_foreign_links
 from rag.config import RagConfig
 from rag.embeddings import Embedder, EmbeddingError, make_embedder
+from rag.extractive import ExtractiveAnswerer
 from rag.followup import Rewriter, search_query
 from rag.freshness import citation_warning
 from rag.generation import Generator, ProviderError, TextSink, make_generator
@@ -52,8 +53,11 @@ class Engine:
     answerability: answerability.Model | None = None
     reranker: Reranker | None = field(default=None)
     rewriter: Rewriter | None = field(default=None)
+    # What quotes a not-sure passage: the generator when it is the embedded answerer, else one of its own.
+    quoter: ExtractiveAnswerer = field(init=False)
 
     def __post_init__(self) -> None:
+        self.quoter = self.generator if isinstance(self.generator, ExtractiveAnswerer) else ExtractiveAnswerer()
         self.answerability = self.answerability or answerability.load(self.config.answer.answerability_file)
         self.reranker = self.reranker or make_reranker(self.config.rerank)
         if self.rewriter is None and self.config.llm.enabled:
@@ -179,23 +183,48 @@ class Engine:
         if missing := await self._never_mentioned(question, [source for source, _ in chosen], level):
             _abstain(answer, "no_match", f"the docs never mention {', '.join(missing)}", total)
             return _near_miss(answer, retrieval.selected, self.config.answer.review_days)
-        checked = await self._generate_and_check(answer, chosen, turns, on_text, total)
-        if not passed and (not checked.answered or not _holds_value(question, turns, checked.answer)):
-            _abstain(checked, "no_match", f"answerability {checked.diagnostics.answerability:.2f} below the "
-                     "threshold, and no quote holds the value asked", total)
-            return _near_miss(checked, retrieval.selected, self.config.answer.review_days)
-        return checked
+        doubt = f"answerability {answer.diagnostics.answerability:.2f} below the threshold"
+        if passed or thread_kind(question, turns) in CHECKED:
+            checked = await self._generate_and_check(answer, chosen, turns, on_text, total)
+            if checked.answered and (passed or _holds_value(question, turns, checked.answer)):
+                return checked
+            if passed and checked.abstain_reason != "declined":
+                return checked  # the model failed, or its citations did not check out: said as such
+            doubt = ("the answerer found no passage that holds what was asked" if passed
+                     else f"{doubt}, and no quote holds the value asked")
+        return self._not_sure(answer, chosen, turns, total, doubt, retrieval.selected)
+
+    def _not_sure(self, answer: Answer, chosen: list[_Chosen], turns: list[tuple[str, str]], total: float,
+                  doubt: str, selected: list[Candidate]) -> Answer:
+        """The closest passage of the sources, quoted and cited under "not sure" (the gate doubted
+        them: still a gap, `answered` false); a decline naming the near miss when no passage
+        shares a word with the question. Always the embedded answerer's quote, whatever writes
+        the answers: a passage shown as found, never a model's guess at it."""
+        _abstain(answer, "no_match", doubt, total)
+        sources = [source for source, _ in chosen]
+        checked = check_answer(self.quoter.closest(answer.question, sources, turns), len(sources))
+        if checked.abstain_reason:
+            return _near_miss(answer, selected, self.config.answer.review_days)
+        text, order = renumber(checked.text, checked.cited, len(sources))
+        cited = [chosen[i][1] for i in order][:len(checked.cited)]
+        review_days = self.config.answer.review_days
+        answer.answer = f"{NOT_SURE_LEAD}\n\n{text}"
+        answer.citations = [_citation(n, c, review_days) for n, c in enumerate(cited, 1)]
+        answer.retrieved = [_retrieved(c) for c in cited]
+        answer.confidence = "not_sure"
+        return answer
 
     async def _retrieve_in_scope(
         self, question: str, level: Level, turns: list[tuple[str, str]], total: float, language: str,
         scope: Scope | None,
     ) -> tuple[Answer, tuple[Retrieval, np.ndarray, bool] | Answer]:
-        """`_retrieve_and_gate` in the scope; when nothing there passes the gate, a `prefer` scope
-        tries every document the reader may read and the answer says so, an `only` scope says it
-        looked in its documents alone."""
+        """`_retrieve_and_gate` in the scope; when nothing there passes the gate (or the gate is not
+        sure of it), a `prefer` scope tries every document the reader may read and the answer says
+        so, an `only` scope says it looked in its documents alone."""
         answer = self._new_answer(question, level)
         found = await self._retrieve_and_gate(answer, level, turns, total, language, scope)
-        if scope is None or not isinstance(found, Answer) or found.abstain_reason not in FALLS_BACK:
+        doubted = found[2] is False if isinstance(found, tuple) else found.abstain_reason in FALLS_BACK
+        if scope is None or not doubted:
             return answer, found
         if scope.only:
             answer.scope_note = scope.only_note()
@@ -211,12 +240,12 @@ class Engine:
         self, answer: Answer, level: Level, turns: list[tuple[str, str]], total: float, language: str = "",
         scope: Scope | None = None,
     ) -> tuple[Retrieval, np.ndarray, bool] | Answer:
-        """The retrieval and query vector of a question the gate lets through, else its abstention
-        (index unavailable, better matches above the reader's level, nothing close, or below the
-        answerability threshold, with the near miss). A question whose answer can be checked (a value:
-        how long, how much, what time; a how-to: a command or a step, rag/kinds.CHECKED) goes on
-        below the threshold, flagged (False): an answer that holds what was asked is worth more
-        than a decline, one that does not is declined (see `ask`)."""
+        """The retrieval, the query vector and whether the answerability gate is sure of them; else
+        the abstention (index unavailable, better matches above the reader's level, nothing above
+        the similarity floor). Below the gate's threshold the reader still gets the closest passage,
+        as "not sure" (see `ask`): a question whose answer can be checked (a value: how long, how
+        much, what time; a how-to: a command or a step, rag/kinds.CHECKED) is answered when the
+        answer holds what was asked."""
         diag = answer.diagnostics
         try:
             # A read of the meta table: off the event loop, like the query embedding.
@@ -241,9 +270,6 @@ class Engine:
         assert self.answerability is not None  # built in __post_init__
         answerable, p = self.answerability.answerable(answerability.features(answer.question, retrieval))
         diag.answerability = round(p, 4)
-        if not answerable and thread_kind(answer.question, turns) not in CHECKED:
-            _abstain(answer, "no_match", f"answerability {p:.2f} below the threshold", total)
-            return _near_miss(answer, retrieval.selected, self.config.answer.review_days)
         return retrieval, vector, answerable
 
     async def _never_mentioned(self, question: str, sources: list[Source], level: Level) -> list[str]:
@@ -308,7 +334,7 @@ class Engine:
         text, order = renumber(checked.text, checked.cited, len(sources))
         cited = [candidates[i] for i in order]
         answer.retrieved = [_retrieved(c) for c in cited]
-        answer.answer, answer.answered = text, True
+        answer.answer, answer.answered, answer.confidence = text, True, "answer"
         review_days = self.config.answer.review_days
         answer.citations = [_citation(n, cited[n - 1], review_days) for n in range(1, len(checked.cited) + 1)]
         answer.diagnostics.timings_ms["total_ms"] = _ms(total)
@@ -323,7 +349,7 @@ def _ms(started: float) -> float:
 
 
 def _abstain(answer: Answer, reason: str, detail: str, started: float) -> Answer:
-    answer.answered = False
+    answer.answered, answer.confidence = False, "declined"
     answer.abstain_reason = reason
     answer.answer = ABSTAIN_MESSAGES[reason]
     answer.detail = detail

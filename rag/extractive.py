@@ -149,18 +149,39 @@ class ExtractiveAnswerer:
         `lacks_value`; the question's key terms, see `weak`) is not yet an answer: the next unit
         that scores near the best is tried, and when none holds it the answer declines, naming
         the best one."""
+        found = self._tried(question, sources, history)
+        if found is None:
+            return DECLINE_MARKER
+        quotes, sure, closest = found
+        return render(quotes) if sure else f"{DECLINE_MARKER} (closest: {closest})"
+
+    def closest(self, question: str, sources: list[Source], history: Sequence[tuple[str, str]] = ()) -> str:
+        """The passage `answer` would quote, or the closest one when it would decline (the first
+        tried that holds the kind of value asked, else the best unit's): what a not-sure reply
+        shows. DECLINE_MARKER only when no unit shares a word with the question."""
+        found = self._tried(question, sources, history)
+        return DECLINE_MARKER if found is None else render(found[0])
+
+    def _tried(self, question: str, sources: list[Source],
+               history: Sequence[tuple[str, str]]) -> tuple[list[Quote], bool, str] | None:
+        """(the quotes, whether they answer, the best section's name); None when no unit shares a
+        word with the question."""
         kind, asked = _asked(question, history)
         sections = gather(sources)
         scored, vocabulary = self._score(question, kind, asked, sections)
         if not scored:
-            return DECLINE_MARKER
+            return None
         near = [p for p in scored if p.score >= self.near_share * scored[0].score][:self.max_tries]
+        tried: list[tuple[list[Quote], bool]] = []
         for best in near:
             quotes, first = self._quotes(best, scored, sections, kind, asked, question)
             heard = f"{best.section.title} {best.section.path} {best.unit.text} {first.text}"
-            if not lacks_value(kind, first.text) and not weak(question, asked, vocabulary, heard):
-                return render(quotes)
-        return f"{DECLINE_MARKER} (closest: {scored[0].section.title} › {scored[0].section.path})"
+            lacks = lacks_value(kind, first.text)
+            if not lacks and not weak(question, asked, vocabulary, heard):
+                return quotes, True, ""
+            tried.append((quotes, lacks))
+        quotes = next((q for q, lacks in tried if not lacks), tried[0][0])
+        return quotes, False, f"{scored[0].section.title} › {scored[0].section.path}"
 
     def _quotes(self, best: Picked, scored: list[Picked], sections: list[Section], kind: str | None,
                 asked: set[str], question: str) -> tuple[list[Quote], Quote]:

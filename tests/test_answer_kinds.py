@@ -13,6 +13,7 @@ import pytest
 from foundation.settings import Settings
 from foundation.wiring import rag_config
 from rag import answerability
+from rag.answer import NOT_SURE_LEAD
 from rag.embeddings import LocalMiniLM
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
@@ -121,12 +122,13 @@ def closed_gate(sample_index: Path, settings: Settings, embedder: LocalMiniLM) -
 async def test_a_value_asked_goes_past_a_declining_gate_only_when_the_answer_holds_it(closed_gate: Engine) -> None:
     """The duration of break-glass credentials is quoted (it holds '4 hours'); a how-to whose quote
     is about too little of the question (its commands roll back Argo CD, not tidepool-api's 500s)
-    is declined, with its near miss."""
+    is not answered: its closest passage is shown as not sure (issue 50), cited."""
     held = await closed_gate.ask("how long are break-glass db credentials valid?", Level.restricted)
-    assert held.answered and "4 hours" in held.answer
+    assert held.answered and "4 hours" in held.answer and held.confidence == "answer"
     how = await closed_gate.ask("tidepool-api is throwing 500s since the last deploy, how do I roll it back?",
                                 Level.team)
-    assert not how.answered and how.abstain_reason == "no_match" and how.near_miss is not None
+    assert not how.answered and how.abstain_reason == "no_match" and how.confidence == "not_sure"
+    assert how.answer.startswith(NOT_SURE_LEAD) and how.citations[0].doc_path == "runbooks/rollback.md"
 
 
 async def test_a_how_to_goes_past_a_declining_gate_only_when_its_quote_shows_what_to_do(closed_gate: Engine) -> None:

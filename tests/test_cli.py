@@ -31,6 +31,23 @@ def test_index_reports_counts_and_skipped_files_then_ask_answers_json(tmp_path: 
     assert declined.returncode == 1  # declined: scripts can tell
 
 
+def test_a_not_sure_passage_is_printed_cited_and_exits_1_like_a_decline(tmp_path: Path):
+    """Issue 50: the gate doubts the match, so the closest passage is shown as not sure, with its
+    page, and scripts still see no answer (`answered: false`, exit 1)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "deploy.md").write_text(GOOD.replace("access: team", "access: public"))
+    env = {"DOCSBOT_DATA_DIR": str(tmp_path / "index")}
+    assert docsbot("index", "--docs", str(docs), env=env).returncode == 0
+    asked = docsbot("ask", "is there a deploy freeze around christmas?", "--json", env=env)
+    result = json.loads(asked.stdout)
+    assert asked.returncode == 1 and result["answered"] is False and result["confidence"] == "not_sure"
+    assert result["answer"].startswith("I couldn't find a sure answer") and "Monday to Thursday" in result["answer"]
+    assert [c["doc_path"] for c in result["citations"]] == ["deploy.md"]
+    printed = docsbot("ask", "is there a deploy freeze around christmas?", env=env)
+    assert printed.returncode == 1 and "[1] Deploy Policy › Deploy windows" in printed.stdout
+
+
 def test_failures_are_one_line(tmp_path: Path):
     env = {"DOCSBOT_DATA_DIR": str(tmp_path / "index")}
     missing = docsbot("ask", "anything?", env=env)

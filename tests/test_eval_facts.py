@@ -9,13 +9,15 @@ import pytest
 from eval import facts
 from eval.golden import GoldenError
 from eval.runner import Failures
-from rag.answer import Answer, Diagnostics
+from rag.answer import NOT_SURE_LEAD, Answer, Citation, Diagnostics
 from rag.engine import Engine
 from tests.test_eval import corpus, engine, load_case, run_main  # noqa: F401  (fixtures)
 
 
-def answer(text: str, answered: bool = True) -> Answer:
-    return Answer("q", text, answered, None if answered else "declined", [], Diagnostics(), "public")
+def answer(text: str, answered: bool = True, gold: bool = True, confidence: str = "") -> Answer:
+    cited = [Citation(1, "a.md" if gold else "b.md", "A", "", "", "", "", "", 0.5)]
+    return Answer("q", text, answered, None if answered else "no_match", cited if answered or confidence else [],
+                  Diagnostics(), "public", confidence=confidence or ("answer" if answered else "declined"))
 
 
 def test_a_decline_never_holds_the_fact_even_when_its_near_miss_matches() -> None:
@@ -28,7 +30,29 @@ def test_a_decline_never_holds_the_fact_even_when_its_near_miss_matches() -> Non
         answer("I'm not sure the docs answer this (closest: 10 days paid leave)", answered=False),
     ], failures)
     assert report["fact_held_rate"] == pytest.approx(1 / 3) and report["fact_cases"] == 3
-    assert failures.reasons["c"] == ["the fact is not in the answer: \\b(10|ten)\\s*days & paid"] * 2
+    assert report["fact_shown"] == pytest.approx(1 / 3) and report["declined_rate"] == pytest.approx(1 / 3)
+    assert failures.reasons["c"] == ["the fact is not shown: \\b(10|ten)\\s*days & paid"] * 2
+
+
+def test_a_not_sure_passage_shows_the_fact_but_does_not_hold_it_and_a_wrong_page_shows_nothing() -> None:
+    """Fact shown counts a not-sure passage that cites a gold page; fact held (confident), only an
+    answer; a passage or answer from another page shows no fact, whatever its words."""
+    case = load_case({"id": "c", "question": "how long is the leave?", "gold_doc_ids": ["a.md"],
+                      "answerable": True, "facts": [r"\b(10|ten)\s*days"]})
+    uncovered = load_case({"id": "u", "question": "is there a pension?", "gold_doc_ids": [], "answerable": False})
+    passage = f"{NOT_SURE_LEAD}\n\nYou get 10 days of leave [1]."
+    report = facts.fact_report([case, case, case, uncovered], [
+        answer(passage, answered=False, confidence="not_sure"),
+        answer("You get 10 days of leave [1].", gold=False),
+        answer("You get 10 days of leave [1]."),
+        answer(passage, answered=False, confidence="not_sure"),
+    ], Failures())
+    assert report["fact_shown"] == pytest.approx(2 / 3) and report["fact_held_confident"] == pytest.approx(1 / 3)
+    assert report["fact_held_rate"] == pytest.approx(2 / 3)  # held, whichever page it cites
+    assert report["not_sure_rate"] == pytest.approx(1 / 3) and report["declined_rate"] == 0
+    assert report["gold_shown_rate"] == pytest.approx(2 / 3)
+    assert report["uncovered_not_sure"] == 1 and report["uncovered_answered"] == 0
+    assert report["answer_words_p50"] == 6  # the passage without its lead
 
 
 def test_lengths_count_words_with_and_without_code_and_tables() -> None:
