@@ -206,23 +206,26 @@ class Directory:
             return await self.user_level(user_id)
 
     async def _resolve_user(self, user_id: str) -> tuple[Level | None, str, bool]:
-        try:
-            user: dict[str, Any] = (await self.client.users_info(user=user_id, include_locale=True))["user"]
+        try:  # the installing organisation is asked at the same time, the first time: no wait added
+            described, home = await asyncio.gather(self.client.users_info(user=user_id, include_locale=True),
+                                                   self.home())
+            user: dict[str, Any] = described["user"]
         except _LOOKUP_ERRORS as exc:
             log.warning("users.info %s failed (%s): treating the user as public", user_id, _error(exc))
             return Level.public, "", True
         locale = user.get("locale")
-        return await self._level(user_id, user), locale if isinstance(locale, str) else "", not user.get("deleted")
+        level = await self._level(user_id, user, home)
+        return level, locale if isinstance(locale, str) else "", not user.get("deleted")
 
-    async def _level(self, user_id: str, user: dict[str, Any]) -> Level | None:
-        """The level of a user users.info described: the access file's, a guest's `public`."""
+    async def _level(self, user_id: str, user: dict[str, Any], home: Organisation | None) -> Level | None:
+        """The level of a user users.info described: the access file's, a guest's `public`, and
+        another organisation's (or anyone's, `home` unknown) `public` unless named by ID."""
         if user.get("is_bot") or user.get("is_app_user") or user_id == "USLACKBOT":
             return None
         if user.get("deleted") or user.get("is_restricted") or user.get("is_ultra_restricted"):
             return Level.public
         if user_id in self.policy.users:
             return self.policy.users[user_id]
-        home = await self.home()
         if home is None or not home.includes(user):  # another organisation's (Slack Connect): named by ID, or public
             return Level.public
         granted = [level for group, level in self.policy.groups.items() if user_id in await self._group(group)]
@@ -231,9 +234,14 @@ class Directory:
             granted.append(by_domain)
         return max(granted, default=self.policy.member_default)
 
+    def installed_by(self, team_id: str, enterprise_id: str) -> None:
+        """The installing organisation, as an auth.test made elsewhere (Bolt's, bot/middleware.py) found it."""
+        if self._home is None:
+            self._home = Organisation(team_id, enterprise_id)
+
     async def home(self) -> Organisation | None:
-        """The installing organisation, asked of Slack once (auth.test, one call at a time); None
-        while that fails (asked again at the next lookup)."""
+        """The installing organisation, asked of Slack once (auth.test, one call at a time) unless
+        `installed_by` told it first; None while that fails (asked again at the next lookup)."""
         async with self._asking_home:
             if self._home is None:
                 try:
