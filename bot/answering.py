@@ -113,17 +113,16 @@ class Answerer:
             await tell(TOO_LONG.format(length=len(q.text), limit=blocks.QUESTION_LIMIT))
             return
         telemetry.question_started(surface, q.user, q.channel, q.text)
-        admitted, state_up = await self._admitted(q.user, tell)
-        if not admitted:
-            telemetry.failed(surface, "rate_limited")
+        try:
+            levels = await self._levels(q, tell, surface, panel)
+        except Exception:  # a state error that is no outage (StateUnavailable is handled in each step): a bug
+            log.exception("answering in %s failed before the answer", q.channel)
+            telemetry.failed(surface, "error")
+            await tell(FAILED)
             return
-        # What another replica heard of, before any cached level is used (not read again from a
-        # state database the rate limit just found unreachable: no cached audience is trusted then).
-        await self.directory.follow_changes(readable=state_up)
-        asker = await self.directory.user_level(q.user)
-        if asker is None:
+        if levels is None:
             return
-        audience = PANEL if panel else await self.directory.audience(q.channel, asker)
+        asker, audience = levels
         try:
             if way_in.announce is not None:
                 q = replace(q, thread_ts=await self.post(q.channel, None, way_in.announce))
@@ -245,6 +244,21 @@ class Answerer:
         await self.answer_in_conversation(q, in_conversation(self.client, channel).tell)
 
     # -- steps -----------------------------------------------------------------------------------
+    async def _levels(self, q: Question, tell: Tell, surface: str, panel: bool) -> tuple[Level, Audience] | None:
+        """(asker, audience) of an admitted question from a person; None when it is past the rate
+        limit (the asker was told) or not from a person."""
+        admitted, state_up = await self._admitted(q.user, tell)
+        if not admitted:
+            telemetry.failed(surface, "rate_limited")
+            return None
+        # What another replica heard of, before any cached level is used (not read again from a
+        # state database the rate limit just found unreachable: no cached audience is trusted then).
+        await self.directory.follow_changes(readable=state_up)
+        asker = await self.directory.user_level(q.user)
+        if asker is None:
+            return None
+        return asker, PANEL if panel else await self.directory.audience(q.channel, asker)
+
     async def _admitted(self, user: str, tell: Tell) -> tuple[bool, bool]:
         """(admitted, whether the state database answered): the per-user limit, shared by all
         replicas; it fails open when the state database is unreachable (a question is never

@@ -46,14 +46,22 @@ async def thread_messages(client: AsyncWebClient, channel: str, thread_ts: str) 
 
 
 def from_the_bot(message: dict[str, Any], bot_user_id: str | None) -> bool:
-    return bool(message.get("bot_id")) or (bot_user_id is not None and message.get("user") == bot_user_id)
+    """Whether this bot posted `message`: Slack sets `user` to the poster's bot user (auth.test's
+    `user_id`) on everything a bot token posts. Any app's message has a `bot_id`; only ours has our user."""
+    return bot_user_id is not None and message.get("user") == bot_user_id
+
+
+def _from_another_app(message: dict[str, Any], bot_user_id: str | None) -> bool:
+    by_an_app = bool(message.get("bot_id")) or message.get("subtype") == "bot_message"
+    return by_an_app and not from_the_bot(message, bot_user_id)
 
 
 def history_of(messages: list[dict[str, Any]], before_ts: str, bot_user_id: str | None) -> History:
-    """The messages before `before_ts` as (speaker, text), placeholders left out, the last few."""
+    """The messages before `before_ts` as (speaker, text), placeholders left out, the last few.
+    Another app's messages are left out too: not the bot's turns, and no person wrote them."""
     history: History = []
     for message in messages:
-        if float(message.get("ts", 0)) >= float(before_ts):
+        if float(message.get("ts", 0)) >= float(before_ts) or _from_another_app(message, bot_user_id):
             continue
         is_bot = from_the_bot(message, bot_user_id)
         if is_bot and blocks.is_placeholder(message.get("text", "")):

@@ -3,6 +3,11 @@
 Any lookup that fails makes the person or the conversation `public`: a Slack outage or a
 missing scope can only make answers narrower, never wider.
 
+Only people of the organisation that installed the bot (auth.test's Enterprise Grid, else its
+workspace) get the access file's defaults, groups and domains: someone from another organisation
+(Slack Connect) reads at `public` unless the access file names them by user ID, and so does
+everyone when the installing organisation cannot be established.
+
 Every replica hears of an audience change Slack told any of them: the one that got the event
 logs it in the shared state database (state/audience.py) and each replica reads what is new
 before each answer. An answer above `public` in a conversation others read uses an audience
@@ -34,6 +39,24 @@ _LOOKUP_ERRORS = (SlackApiError, SlackClientError, OSError, TimeoutError)
 _MEMBERS_PAGE = 200
 _CONCURRENT_LOOKUPS = 8  # users.info calls at once while resolving a private channel's members
 _CACHED = 10_000  # entries per lookup cache (the least recently used go first)
+
+
+@dataclass(frozen=True)
+class Organisation:
+    """Who installed the bot, from auth.test: an Enterprise Grid (`enterprise_id`, whose every
+    workspace is one organisation), else one workspace (`team_id`)."""
+
+    team_id: str
+    enterprise_id: str = ""
+
+    def includes(self, user: dict[str, Any]) -> bool:
+        """Whether users.info's `user` belongs to it: the enterprise compared first, else the
+        workspace. A stranger (Slack's `is_stranger`), or a user whose organisation is not given, does not."""
+        if user.get("is_stranger"):
+            return False
+        if self.enterprise_id:
+            return (user.get("enterprise_user") or {}).get("enterprise_id") == self.enterprise_id
+        return bool(self.team_id) and user.get("team_id") == self.team_id
 
 
 @dataclass(frozen=True)
@@ -70,6 +93,8 @@ class Directory:
         # Bumped by every invalidation: a lookup that was running meanwhile is not cached.
         self._audience_epochs: defaultdict[str, int] = defaultdict(int)
         self._lookups = asyncio.Semaphore(_CONCURRENT_LOOKUPS)
+        self._home: Organisation | None = None  # auth.test's, once it answered
+        self._asking_home = asyncio.Lock()
         self._policy_version = access.version
         self._seen: int | None = None  # the newest change log entry followed; None: not read yet
 
@@ -181,27 +206,51 @@ class Directory:
             return await self.user_level(user_id)
 
     async def _resolve_user(self, user_id: str) -> tuple[Level | None, str, bool]:
-        try:
-            user: dict[str, Any] = (await self.client.users_info(user=user_id, include_locale=True))["user"]
+        try:  # the installing organisation is asked at the same time, the first time: no wait added
+            described, home = await asyncio.gather(self.client.users_info(user=user_id, include_locale=True),
+                                                   self.home())
+            user: dict[str, Any] = described["user"]
         except _LOOKUP_ERRORS as exc:
             log.warning("users.info %s failed (%s): treating the user as public", user_id, _error(exc))
             return Level.public, "", True
         locale = user.get("locale")
-        return await self._level(user_id, user), locale if isinstance(locale, str) else "", not user.get("deleted")
+        level = await self._level(user_id, user, home)
+        return level, locale if isinstance(locale, str) else "", not user.get("deleted")
 
-    async def _level(self, user_id: str, user: dict[str, Any]) -> Level | None:
-        """The level of a user users.info described: the access file's, a guest's `public`."""
+    async def _level(self, user_id: str, user: dict[str, Any], home: Organisation | None) -> Level | None:
+        """The level of a user users.info described: the access file's, a guest's `public`, and
+        another organisation's (or anyone's, `home` unknown) `public` unless named by ID."""
         if user.get("is_bot") or user.get("is_app_user") or user_id == "USLACKBOT":
             return None
         if user.get("deleted") or user.get("is_restricted") or user.get("is_ultra_restricted"):
             return Level.public
         if user_id in self.policy.users:
             return self.policy.users[user_id]
+        if home is None or not home.includes(user):  # another organisation's (Slack Connect): named by ID, or public
+            return Level.public
         granted = [level for group, level in self.policy.groups.items() if user_id in await self._group(group)]
         email = (user.get("profile") or {}).get("email") or ""
         if (by_domain := self.policy.domain_level(email)) is not None:
             granted.append(by_domain)
         return max(granted, default=self.policy.member_default)
+
+    def installed_by(self, team_id: str, enterprise_id: str) -> None:
+        """The installing organisation, as an auth.test made elsewhere (Bolt's, bot/middleware.py) found it."""
+        if self._home is None:
+            self._home = Organisation(team_id, enterprise_id)
+
+    async def home(self) -> Organisation | None:
+        """The installing organisation, asked of Slack once (auth.test, one call at a time) unless
+        `installed_by` told it first; None while that fails (asked again at the next lookup)."""
+        async with self._asking_home:
+            if self._home is None:
+                try:
+                    auth = await self.client.auth_test()
+                except _LOOKUP_ERRORS as exc:
+                    log.warning("auth.test failed (%s): people the access file does not name are public", _error(exc))
+                    return None
+                self._home = Organisation(auth.get("team_id") or "", auth.get("enterprise_id") or "")
+        return self._home
 
     async def group_members(self, group_id: str) -> frozenset[str]:
         """The members of a Slack user group (none when the lookup fails), cached like levels."""

@@ -22,6 +22,9 @@ Middleware = Callable[..., Awaitable[BoltResponse | None]]
 def attach(services: Services) -> Middleware:
     async def attach_services(context: AsyncBoltContext, next: Callable[[], Awaitable[Any]]) -> None:
         context["docsbot"] = services
+        authorized = context.authorize_result  # Bolt's auth.test of the bot token, made before any listener
+        if authorized is not None and authorized.bot_user_id:
+            services.answerer.directory.installed_by(authorized.team_id or "", authorized.enterprise_id or "")
         await next()
 
     return attach_services

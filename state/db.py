@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError, InterfaceError, OperationalError, ProgrammingError
+from sqlalchemy.exc import (ArgumentError, DBAPIError, IntegrityError, InterfaceError, OperationalError,
+                            ProgrammingError)
 from sqlalchemy.exc import TimeoutError as PoolTimeout  # not the builtin TimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from tenacity import (retry, retry_if_exception, retry_if_exception_type, stop_after_attempt, stop_after_delay,
@@ -65,17 +66,44 @@ POSTGRES_IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000
 # Waiting for a free pooled connection (15 per process). Not the 2 s of a single statement: two
 # processes claiming keys in a burst on a busy machine waited past 2 s for a healthy pool (CI).
 POSTGRES_POOL_TIMEOUT_S = 10.0
-# Errors that mean "the database cannot be reached (or is locked)", not "the request was wrong".
-# A pool TimeoutError: no connection came free in time (SQLite's one connection held by a
-# transaction waiting out a locked file).
+# Errors that mean "the database cannot be reached (or is locked)", not "the request was wrong",
+# for an error that carries no SQLSTATE (the driver's own, a socket's). A pool TimeoutError: no
+# connection came free in time (SQLite's one connection held by a transaction waiting out a locked file).
 UNREACHABLE = (OperationalError, InterfaceError, OSError, PoolTimeout)
+# A Postgres error is read by its SQLSTATE (PostgreSQL's appendix A), whatever DB-API class psycopg
+# gives it: these classes say the server will not do the work as things stand (connection,
+# read-only or timed-out transaction, login, database or schema gone, serialization or deadlock,
+# disk or memory full, lock not available, statement timeout or shutdown, I/O, configuration,
+# corruption), which the operator fixes, not the code...
+UNAVAILABLE_SQLSTATE_CLASSES = frozenset({"08", "25", "28", "3D", "3F", "40", "53", "55", "57", "58", "F0", "XX"})
+# ...and in class 42 ("syntax error or access rule violation") these codes: the role lacks a
+# privilege, or the schema is not the one this code migrated to (a table or column gone). Every
+# other SQLSTATE (a syntax error, a bad value, a constraint) is a bug in a statement, raised as it is.
+UNAVAILABLE_SQLSTATES = frozenset({"42501", "42P01", "42703"})  # insufficient_privilege, undefined_table/column
+# SQLite's own: a damaged file, or one that is no database (its other "cannot" results, a locked,
+# read-only, full or unopenable file, are OperationalErrors already).
+UNAVAILABLE_SQLITE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 # A transaction whose INSERT lost a race (another replica, or task, inserted the same key at the
 # same moment) fails on the key; run once more, it finds that row, and locks it, instead.
 retry_insert_race = retry(retry=retry_if_exception_type(IntegrityError), stop=stop_after_attempt(2), reraise=True)
 
 
 class StateUnavailable(RuntimeError):
-    """The state database cannot be reached; callers decide (dedupe fails open, votes ask to retry)."""
+    """The state database cannot be reached, or refuses the work (a privilege revoked, a read-only
+    server, a full disk: see `refused`); callers decide (dedupe fails open, votes ask to retry)."""
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether a driver error means the state database is unavailable rather than a statement is
+    wrong: by its SQLSTATE where it has one, SQLite's result code, else its kind (UNREACHABLE)."""
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    sqlstate = getattr(orig, "sqlstate", None)
+    if isinstance(sqlstate, str) and len(sqlstate) == 5:
+        return sqlstate[:2] in UNAVAILABLE_SQLSTATE_CLASSES or sqlstate in UNAVAILABLE_SQLSTATES
+    code = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in UNAVAILABLE_SQLITE_CODES:
+        return True
+    return isinstance(exc, UNREACHABLE)
 
 
 def redacted(url: str) -> str:
@@ -266,7 +294,9 @@ def migrate(url: str) -> str:
     engine = _sync_engine(url)
     try:
         return HEAD if _revision(engine) == HEAD else _upgrade(engine)
-    except UNREACHABLE as exc:
+    except Exception as exc:
+        if not refused(exc):
+            raise
         raise unavailable(redacted(url), exc) from None
     finally:
         engine.dispose()
@@ -289,8 +319,8 @@ class StateDB:
 
     @asynccontextmanager
     async def begin(self, durable: bool = True) -> AsyncIterator[AsyncSession]:
-        """A session inside one transaction (committed on exit); an unreachable or locked
-        database raises StateUnavailable instead of a driver error.
+        """A session inside one transaction (committed on exit); an unreachable, locked or
+        refusing database (`refused`) raises StateUnavailable instead of a driver error.
 
         `durable=False` is for writes whose loss in a server crash is harmless (dedupe keys, rate
         windows): on
@@ -301,7 +331,9 @@ class StateDB:
                 if not durable and self.engine.dialect.name == "postgresql":
                     await session.execute(text("SET LOCAL synchronous_commit TO OFF"))
                 yield session
-        except UNREACHABLE as exc:
+        except Exception as exc:
+            if not refused(exc):
+                raise
             raise unavailable(self.name, exc) from None
 
     async def close(self) -> None:

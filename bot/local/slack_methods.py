@@ -25,6 +25,7 @@ MAX_UPDATE_TEXT = 4000
 @dataclass
 class Workspace:
     team_id: str = "T_DEMO"
+    enterprise_id: str = ""  # an Enterprise Grid's (E…) when the workspace is one of its workspaces
     bot_user_id: str = "U_DOCSBOT"
     bot_id: str = "B_DOCSBOT"
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -33,9 +34,13 @@ class Workspace:
     free_plan: bool = False  # usergroups.* fail with plan_upgrade_required
 
     def add_user(self, user_id: str, name: str, email: str = "", **flags: Any) -> None:
+        """A member of this workspace as users.info describes one (on a Grid, with its
+        `enterprise_user`); `flags` override any field (`team_id` of another organisation's person)."""
+        grid = {"enterprise_user": {"id": user_id, "enterprise_id": self.enterprise_id, "is_admin": False,
+                                    "is_owner": False, "teams": [self.team_id]}} if self.enterprise_id else {}
         self.users[user_id] = {"id": user_id, "name": name, "team_id": self.team_id, "deleted": False,
                                "is_bot": False, "is_restricted": False, "is_ultra_restricted": False,
-                               "profile": {"email": email, "real_name": name}} | flags
+                               "profile": {"email": email, "real_name": name}} | grid | flags
 
     def add_channel(self, channel_id: str, name: str, members: list[str], **flags: Any) -> None:
         self.channels[channel_id] = {"id": channel_id, "name": name, "is_channel": True, "is_private": False,
@@ -82,7 +87,8 @@ class SlackMethods:
     def _auth_test(self, p: dict[str, Any]) -> dict[str, Any]:
         ws = self.workspace
         return {"ok": True, "url": "https://demo.slack.invalid/", "team": "Demo", "user": "docsbot",
-                "team_id": ws.team_id, "user_id": ws.bot_user_id, "bot_id": ws.bot_id, "is_enterprise_install": False}
+                "team_id": ws.team_id, "user_id": ws.bot_user_id, "bot_id": ws.bot_id, "is_enterprise_install": False,
+                **({"enterprise_id": ws.enterprise_id} if ws.enterprise_id else {})}
 
     def _postable(self, channel: str) -> str | None:
         info = self.workspace.channels.get(channel)
