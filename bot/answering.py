@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -55,6 +56,11 @@ NOT_IN_CHANNEL_ERRORS = {"not_in_channel", "channel_not_found"}
 # Abstentions a DM at the asker's own level could turn into an answer.
 _LEVEL_BOUND = {"no_access", "no_match", "declined"}
 PANEL = Audience(Level.restricted, direct=True, reason="the assistant panel")  # read by the asker alone
+
+
+# Reads the thread a question was asked in: its earlier turns, or None when the thread shows the
+# message was not for the bot (a follow-up that answers someone else).
+ThreadReader = Callable[[], Awaitable[History | None]]
 
 
 class NotInChannel(RuntimeError):
@@ -96,8 +102,11 @@ class Answerer:
         self.progress = Progress(client, self.lanes, self.placeholders)
 
     # -- delivering answers ------------------------------------------------------------------------
-    async def answer_in_conversation(self, q: Question, tell: Tell, way_in: Surface | None = None) -> None:
-        """Answer in the conversation, waiting in line for an answer slot if need be.
+    async def answer_in_conversation(self, q: Question, tell: Tell, way_in: Surface | None = None,
+                                     thread: ThreadReader | None = None) -> None:
+        """Answer in the conversation, waiting in line for an answer slot if need be. `thread`
+        gives `q` its history once the asker is within the rate limit: a person past it makes
+        the bot read no thread from Slack (nor drop a message it is not for).
 
         What the way in (`bot.surfaces`; by default a mention or a DM, from the channel) changes:
         its `announce` is first posted at the top level and the answer goes in its thread (for
@@ -117,6 +126,12 @@ class Answerer:
         if not admitted:
             telemetry.failed(surface, "rate_limited")
             return
+        if thread is not None:
+            history = await thread()
+            if history is None:
+                log.info("not a question to the bot after all (the thread shows it answers someone else)")
+                return
+            q = replace(q, history=history)
         # What another replica heard of, before any cached level is used (not read again from a
         # state database the rate limit just found unreachable: no cached audience is trusted then).
         await self.directory.follow_changes(readable=state_up)
