@@ -6,7 +6,8 @@ Each request is authenticated before the SDK sees it: `Authorization: Bearer <to
 personal token from `/docs token`, state/tokens.py) names a Slack user, whose level is looked up
 again for this request (`LevelOf`: the access file and Slack, as for their questions in Slack). No
 token, an unknown, revoked or expired one, or an owner who can no longer read (a deactivated
-account): 401 with one line. Over the per-token rate: 429 with Retry-After.
+account): 401 with one line. An owner whose account cannot be confirmed (Slack unreachable): 503
+with Retry-After. Over the per-token rate: 429 with Retry-After.
 
 The transport is stateless (a fresh SDK transport per request, JSON responses, no session id):
 any replica answers any request, and a load balancer needs no affinity. Host and Origin are
@@ -35,11 +36,19 @@ from state.tokens import McpTokens
 log = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
-LevelOf = Callable[[str], Awaitable[Level | None]]  # a Slack user's level now; None: no active account
+# A Slack user's level now; None: no active account. Raises OwnerUnconfirmed when that cannot be told.
+LevelOf = Callable[[str], Awaitable[Level | None]]
 NO_TOKEN = "send Authorization: Bearer <token>; get a token with `/docs token` in Slack"
 BAD_TOKEN = "this token is unknown, revoked or expired: get a new one with `/docs token` in Slack"
 NO_READER = "this token's owner can no longer read the docs (the Slack account is deactivated)"
 STATE_DOWN = "tokens cannot be checked right now (the state database is unavailable): try again shortly"
+OWNER_UNCONFIRMED = "this token's owner cannot be confirmed with Slack right now: try again shortly"
+OWNER_RETRY_S = 10
+
+
+class OwnerUnconfirmed(RuntimeError):
+    """Whether a token's owner still has an active account cannot be told now (Slack unreachable):
+    the token is refused, not served at `public`, as a deactivated owner must read nothing."""
 
 
 class McpEndpoint:
@@ -88,7 +97,12 @@ class McpEndpoint:
         if holder is None:
             metrics.MCP_REFUSED.labels("token").inc()
             return _refused(401, BAD_TOKEN)
-        level = await self.level_of(holder.user_id)
+        try:
+            level = await self.level_of(holder.user_id)
+        except OwnerUnconfirmed as exc:
+            log.warning("MCP request refused: %s", exc)
+            metrics.MCP_REFUSED.labels("owner_unconfirmed").inc()
+            return _refused(503, OWNER_UNCONFIRMED, {"Retry-After": str(OWNER_RETRY_S)})
         if level is None:
             metrics.MCP_REFUSED.labels("token").inc()
             return _refused(401, NO_READER)

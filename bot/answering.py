@@ -2,7 +2,9 @@
 
 The level is min(asker, audience): a DM is read by the asker alone; any other conversation by
 everyone in it (see `bot.directory`). When the asker could see more than the audience, they get
-a private offer to be answered in a DM at their own level.
+a private offer to be answered in a DM at their own level. The audience is looked up again
+before the answer is shown (when its stream starts, and before it is posted): one that dropped
+while it was searched or written (a guest joined) gets the question answered again at its level.
 
 Past the per-person rate limit, a question waits in line for an answer slot (`bot.queue`); its
 placeholder is posted when it enters the line or gets its slot, shows its place, and is ended
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -55,6 +58,11 @@ NOT_IN_CHANNEL_ERRORS = {"not_in_channel", "channel_not_found"}
 # Abstentions a DM at the asker's own level could turn into an answer.
 _LEVEL_BOUND = {"no_access", "no_match", "declined"}
 PANEL = Audience(Level.restricted, direct=True, reason="the assistant panel")  # read by the asker alone
+
+
+# Reads the thread a question was asked in: its earlier turns, or None when the thread shows the
+# message was not for the bot (a follow-up that answers someone else).
+ThreadReader = Callable[[], Awaitable[History | None]]
 
 
 class NotInChannel(RuntimeError):
@@ -96,8 +104,11 @@ class Answerer:
         self.progress = Progress(client, self.lanes, self.placeholders)
 
     # -- delivering answers ------------------------------------------------------------------------
-    async def answer_in_conversation(self, q: Question, tell: Tell, way_in: Surface | None = None) -> None:
-        """Answer in the conversation, waiting in line for an answer slot if need be.
+    async def answer_in_conversation(self, q: Question, tell: Tell, way_in: Surface | None = None,
+                                     thread: ThreadReader | None = None) -> None:
+        """Answer in the conversation, waiting in line for an answer slot if need be. `thread`
+        gives `q` its history once the asker is within the rate limit: a person past it makes
+        the bot read no thread from Slack (nor drop a message it is not for).
 
         What the way in (`bot.surfaces`; by default a mention or a DM, from the channel) changes:
         its `announce` is first posted at the top level and the answer goes in its thread (for
@@ -123,6 +134,12 @@ class Answerer:
         if levels is None:
             return
         asker, audience = levels
+        if thread is not None:
+            history = await thread()
+            if history is None:
+                log.info("not a question to the bot after all (the thread shows it answers someone else)")
+                return
+            q = replace(q, history=history)
         try:
             if way_in.announce is not None:
                 q = replace(q, thread_ts=await self.post(q.channel, None, way_in.announce))
@@ -139,20 +156,21 @@ class Answerer:
             return
         if answered is None:
             return
-        answer, answer_id = answered
+        answer, answer_id, audience = answered
         could_use_more = not answer.answered and answer.abstain_reason in _LEVEL_BOUND
         if asker > audience.cap(asker) and (could_use_more or answer.diagnostics.blocked):
             await self._offer_dm(q, answer_id, audience)
 
     async def _answer_into(
         self, placeholder: Placeholder, q: Question, asker: Level, audience: Audience, tell: Tell, panel: bool
-    ) -> tuple[Answer, str] | None:
+    ) -> tuple[Answer, str, Audience] | None:
         """Take a place in line (the placeholder is posted then, showing it, and follows it), answer,
         end the placeholder. A full line is told privately, with nothing posted.
 
         The answer streams into its own message when the model streams; the placeholder is then
-        deleted. None when the asker got no answer (busy, or a failure note). NotInChannel (and a
-        failure to post the first placeholder) is raised: nothing was posted then."""
+        deleted. Returns the answer, its id and the audience it was given for; None when the asker
+        got no answer (busy, or a failure note). NotInChannel (and a failure to post the first
+        placeholder) is raised: nothing was posted then."""
         try:
             return await self._answer_in_turn(placeholder, q, asker, audience, tell, panel)
         finally:
@@ -160,8 +178,7 @@ class Answerer:
 
     async def _answer_in_turn(
         self, placeholder: Placeholder, q: Question, asker: Level, audience: Audience, tell: Tell, panel: bool
-    ) -> tuple[Answer, str] | None:
-        audience_level = asker if audience.direct else audience.level
+    ) -> tuple[Answer, str, Audience] | None:
         stream = StreamedReply(self.client, q, self._can_stream(q))
         try:
             async with self.queue.turn(q.user, lambda ahead: self._show(placeholder, blocks.in_line(ahead))) as turn:
@@ -180,7 +197,7 @@ class Answerer:
                 else:
                     self.progress.forget(placeholder)  # the status line says it now: no place in line is posted
                 with own_retries():  # a streamed reply never sleeps on Slack's Retry-After in the slot
-                    answer = await self._ask(q, min(asker, audience_level), stream.on_text if stream.enabled else None)
+                    answer, audience = await self._ask_for_readers(q, asker, audience, stream)
         except Exception as exc:
             if placeholder.ts is None and isinstance(exc, (NotInChannel, SlackApiError)):
                 raise  # nothing was posted: the caller answers privately or tells the asker
@@ -188,6 +205,7 @@ class Answerer:
             telemetry.failed(placeholder.surface, "error")
             await self._fail(placeholder, stream, tell)
             return None
+        audience_level = asker if audience.direct else audience.level
         answer_id = telemetry.answer_id()
         message = blocks.answer_message(answer, answer_id, native_feedback=panel,
                                         pages=site_pages(self.engine.config.links))
@@ -202,7 +220,50 @@ class Answerer:
             await self._log(q, answer, answer_id, asker, audience_level, ts, audience.public_channel)
         else:
             telemetry.failed(placeholder.surface, "error")
-        return answer, answer_id
+        return answer, answer_id, audience
+
+    async def _ask_for_readers(
+        self, q: Question, asker: Level, audience: Audience, stream: StreamedReply
+    ) -> tuple[Answer, Audience]:
+        """The answer at the level the conversation's readers allow once it is written, and that
+        audience. Before anything of it is shown the audience is looked up again (what any replica
+        heard meanwhile: a guest who joined while it was searched or written): before its stream
+        starts, and before it is posted. One that dropped below the answer's level gets the question
+        answered again at its own, and what was streamed of the first answer is deleted. Each round
+        lowers the level, so this ends."""
+        while True:
+            level = audience.cap(asker)
+            answer = await self._ask(q, level, self._sink(q, asker, audience, stream))
+            if audience.direct:
+                return answer, audience
+            now = await self._audience_now(q, asker)
+            if now.cap(asker) >= level:
+                return answer, audience
+            log.info("the audience in %s dropped to %s while answering: answered again", q.channel, now.level.name)
+            await stream.abandon()
+            audience = now
+
+    def _sink(self, q: Question, asker: Level, audience: Audience, stream: StreamedReply) -> TextSink | None:
+        """Where the answer's text streams (None: it is not streamed). Where others read it, the
+        audience is looked up again before the first text is shown, and none is shown when it
+        dropped below the answer's level (the answer is then given again at the new one)."""
+        if not stream.enabled or audience.direct:
+            return stream.on_text if stream.enabled else None
+        level = audience.cap(asker)
+        allowed: bool | None = None
+
+        async def on_text(delta: str) -> None:
+            nonlocal allowed
+            if allowed is None:
+                allowed = (await self._audience_now(q, asker)).cap(asker) >= level
+            if allowed:
+                await stream.on_text(delta)
+
+        return on_text
+
+    async def _audience_now(self, q: Question, asker: Level) -> Audience:
+        await self.directory.follow_changes()
+        return await self.directory.audience(q.channel, asker)
 
     async def _fail(self, placeholder: Placeholder, stream: StreamedReply, tell: Tell) -> None:
         await stream.abandon()

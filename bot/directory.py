@@ -41,6 +41,24 @@ _CONCURRENT_LOOKUPS = 8  # users.info calls at once while resolving a private ch
 _CACHED = 10_000  # entries per lookup cache (the least recently used go first)
 
 
+class Unconfirmed(RuntimeError):
+    """Slack could not be asked to describe an account again (users.info failed)."""
+
+
+@dataclass(frozen=True)
+class _Person:
+    """A user as users.info described them; `confirmed_at`: when it was asked (the directory's
+    clock), None when the lookup failed (then `public` and taken as active: Slack questions)."""
+
+    level: Level | None
+    locale: str
+    active: bool
+    confirmed_at: float | None
+
+    def confirmed_within(self, seconds: float, now: float) -> bool:
+        return self.confirmed_at is not None and now - self.confirmed_at <= seconds
+
+
 @dataclass(frozen=True)
 class Organisation:
     """Who installed the bot, from auth.test: an Enterprise Grid (`enterprise_id`, whose every
@@ -86,8 +104,7 @@ class Directory:
         self.fresh_s = ttl_s if fresh_s is None else fresh_s
         self.changes = changes  # None: this process alone (no replica to tell or hear from)
         self._clock = clock
-        # (level, locale, whether the account is active)
-        self._users: TTLCache[str, tuple[Level | None, str, bool]] = TTLCache(_CACHED, ttl_s, clock)
+        self._users: TTLCache[str, _Person] = TTLCache(_CACHED, ttl_s, clock)
         self._groups: TTLCache[str, frozenset[str]] = TTLCache(_CACHED, ttl_s, clock)
         self._audiences: TTLCache[str, tuple[Audience, float]] = TTLCache(_CACHED, ttl_s, clock)  # (, confirmed at)
         # Bumped by every invalidation: a lookup that was running meanwhile is not cached.
@@ -177,23 +194,32 @@ class Directory:
     # -- people ---------------------------------------------------------------------------------
     async def user_level(self, user_id: str) -> Level | None:
         """The user's level; None for bots and apps (they read nothing and count for nothing)."""
-        return (await self._user(user_id))[0]
+        return (await self._user(user_id)).level
 
-    async def account_level(self, user_id: str) -> Level | None:
+    async def account_level(self, user_id: str, confirmed_within_s: float | None = None) -> Level | None:
         """The level of an active person's account; None for a deactivated one, a bot or an app:
         what a personal token (an MCP agent's, agents/http.py) reads at, cached like `user_level`
-        and forgotten, like it, when Slack says the account changed or the access file changes."""
-        level, _, active = await self._user(user_id)
-        return level if active else None
+        and forgotten, like it, when Slack says the account changed or the access file changes.
+
+        `confirmed_within_s`: the account is described by Slack (users.info) again when it last
+        was longer ago than that, so a deactivation whose `user_change` never arrived holds within
+        it; Unconfirmed when Slack cannot be asked (the cached account, active or not, is not used)."""
+        person = await self._user(user_id)
+        if confirmed_within_s is not None and not person.confirmed_within(confirmed_within_s, self._clock()):
+            self._users.pop(user_id, None)
+            person = await self._user(user_id)
+            if person.confirmed_at is None:
+                raise Unconfirmed(f"Slack could not confirm the account of {user_id}")
+        return person.level if person.active else None
 
     async def user_language(self, user_id: str) -> str:
         """The primary subtag of the user's Slack locale ("ja" of "ja-JP"), "" when unknown: the
         language a question is answered in where the docs have it (rag/retrieval.py)."""
-        locale = (await self._user(user_id))[1]
+        locale = (await self._user(user_id)).locale
         return locale.replace("_", "-").split("-", 1)[0].lower()
 
-    async def _user(self, user_id: str) -> tuple[Level | None, str, bool]:
-        """(level, locale, active) of the user, looked up once per TTL by one users.info call."""
+    async def _user(self, user_id: str) -> _Person:
+        """The user as one users.info call described them, looked up once per TTL."""
         self._follow_policy()
         cached = self._users.get(user_id)
         if cached is None:
@@ -205,17 +231,18 @@ class Directory:
         async with self._lookups:
             return await self.user_level(user_id)
 
-    async def _resolve_user(self, user_id: str) -> tuple[Level | None, str, bool]:
+    async def _resolve_user(self, user_id: str) -> _Person:
+        asked_at = self._clock()
         try:  # the installing organisation is asked at the same time, the first time: no wait added
             described, home = await asyncio.gather(self.client.users_info(user=user_id, include_locale=True),
                                                    self.home())
             user: dict[str, Any] = described["user"]
         except _LOOKUP_ERRORS as exc:
             log.warning("users.info %s failed (%s): treating the user as public", user_id, _error(exc))
-            return Level.public, "", True
+            return _Person(Level.public, "", True, None)
         locale = user.get("locale")
-        level = await self._level(user_id, user, home)
-        return level, locale if isinstance(locale, str) else "", not user.get("deleted")
+        return _Person(await self._level(user_id, user, home), locale if isinstance(locale, str) else "",
+                       not user.get("deleted"), asked_at)
 
     async def _level(self, user_id: str, user: dict[str, Any], home: Organisation | None) -> Level | None:
         """The level of a user users.info described: the access file's, a guest's `public`, and

@@ -10,8 +10,12 @@ answer in that thread, one more than DOCSBOT_FOLLOWUP_HOURS after the bot's last
 person there, and any message in a channel whose access-file entry says `followups = false`.
 
 Such messages are dropped as they come: nothing is logged, stored or counted for them (the
-checks read the answer log and the thread, and write nothing). Only a follow-up claims its
-message in the shared dedupe table, so a retry or a second replica never answers it twice.
+checks read the answer log, and write nothing). Only the thread tells a follow-up from a reply
+to someone else, and it is read only once the author is within the per-person rate limit (a
+person past it causes no Slack call): so a likely follow-up (`may_follow_up`) claims its message
+in the shared dedupe table (a retry or a second replica never answers it twice) and counts
+against that limit first, and one the thread shows answers someone else is dropped then, with
+one log line.
 """
 from __future__ import annotations
 
@@ -65,23 +69,26 @@ def candidate(event: dict[str, Any]) -> bool:
             and isinstance(text, str) and not _MENTION.search(text) and reads_as_question(text))
 
 
-async def follow_up_history(
-    services: Services, client: AsyncWebClient, event: dict[str, Any], bot_user_id: str | None
-) -> History | None:
-    """The thread as context when the `candidate` event is a follow-up to answer, else None:
-    follow-ups are on in the channel, the bot answered its author in this thread within
-    DOCSBOT_FOLLOWUP_HOURS, and the message before it is the bot's or the author's own."""
-    channel, user, thread_ts, ts = event["channel"], event["user"], event["thread_ts"], event["ts"]
+async def may_follow_up(services: Services, event: dict[str, Any]) -> bool:
+    """Whether the `candidate` event may be a follow-up, before Slack is asked for the thread:
+    follow-ups are on in the channel and the bot answered its author in this thread within
+    DOCSBOT_FOLLOWUP_HOURS."""
+    channel, user, thread_ts = event["channel"], event["user"], event["thread_ts"]
     hours = services.settings.followup_hours
     if hours <= 0 or not services.policy.rules(channel).followups:
-        return None
+        return False
     since_ms = int((time.time() - hours * 3600) * 1000)
     try:
-        if not await answered_in_thread(services.answer_log.db, channel, thread_ts, user, since_ms):
-            return None
+        return await answered_in_thread(services.answer_log.db, channel, thread_ts, user, since_ms)
     except StateUnavailable as exc:  # fail closed: a follow-up unanswered, never a stranger's message
         log.warning("a thread reply was not checked for a follow-up: %s", exc)
-        return None
+        return False
+
+
+async def follow_up_history(client: AsyncWebClient, event: dict[str, Any], bot_user_id: str | None) -> History | None:
+    """The thread as context when the event that `may_follow_up` is one (the message before it is
+    the bot's or the author's own), else None (it answers someone else)."""
+    channel, user, thread_ts, ts = event["channel"], event["user"], event["thread_ts"], event["ts"]
     messages = await thread_messages(client, channel, thread_ts)
     earlier = [m for m in messages if float(m.get("ts", 0)) < float(ts)]
     if not earlier or not (from_the_bot(earlier[-1], bot_user_id) or earlier[-1].get("user") == user):

@@ -333,6 +333,10 @@ class Settings(BaseSettings):
     # (all replicas together): each tool call is one, and an agent's session opens with two or three.
     mcp_token_days: int = 90
     mcp_calls_per_minute: int = 60
+    # A token's owner is confirmed with Slack again (users.info) when Slack last described them longer
+    # ago than this, so a deactivation Slack never announced (no `user_change`) ends the token within
+    # it, not after DOCSBOT_BOT_LOOKUP_TTL_S; when Slack cannot be asked, the token is refused (503).
+    mcp_owner_fresh_s: float = 30.0
     # The Host and Origin headers `/mcp` accepts (DNS-rebinding protection; `host:*` is any port):
     # add the name agents reach the bot by. No Origin header (an agent, not a browser) is accepted.
     mcp_allowed_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1:*", "localhost:*"])

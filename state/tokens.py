@@ -2,10 +2,9 @@
 
 A person gets one from Slack (`/docs token`), shown to them once; only its sha256 is stored, so
 the database (a backup, a replica's logs) never holds a usable token. A token names its owner
-and nothing else: the level it reads at is the owner's, looked up again on every call (an owner
-whose level drops, or whose account is deactivated, loses access at the next call). Each token
-has a short public id (`list` shows it, `revoke` takes it) and expires DOCSBOT_MCP_TOKEN_DAYS
-after it was made.
+and nothing else: the level it reads at is the owner's, looked up again on every call
+(docs/security.md says how soon a lowered level or a deactivation holds). Each token has a short
+public id (`list` shows it, `revoke` takes it) and expires DOCSBOT_MCP_TOKEN_DAYS after it was made.
 """
 from __future__ import annotations
 

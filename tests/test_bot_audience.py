@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from bot.access import AccessFile, load_access
 from bot.app import web_client
 from bot.directory import Directory
 from bot.local.harness import LocalSlack, local_slack
-from bot.local.standin import SlackStandIn, visible_text
+from bot.local.standin import Call, SlackStandIn, visible_text
 from bot.telemetry import close_client
 from foundation.settings import Settings
 from foundation.wiring import lease_config, rag_config
@@ -26,8 +27,11 @@ from state.audience import AudienceChanges
 from state.opening import open_state
 from sync.folder import index_folder
 from rag.embeddings import LocalMiniLM
+from eval.standins.openai_server import OpenAIStandIn
+from tests.support.mcp import doc_levels
 from tests.support.settings import make_settings
-from tests.support.slack import answers, mention
+from tests.support.slack import answers, chat_methods, mention, model_settings, with_model
+from tests.support.waiting import until
 
 ROTATION = "how does the on-call rotation and handover work?"
 
@@ -74,6 +78,84 @@ async def test_a_guest_joining_a_private_channel_lowers_the_next_answer_at_once(
         assert await rotation_level(local) == "team"  # Slack has not told the bot yet: cached
         assert (await local.slack.event(joined(local.standin, demo.GUEST, demo.ENG))).status == 200
         assert await rotation_level(local) == "public" and no_team_doc(local)
+
+
+STREAMED = "The rotation and the handover follow the handbook's weekly schedule [1]. " * 6
+
+
+async def test_a_guest_joining_while_the_answer_is_written_gets_it_answered_again_at_public(
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
+) -> None:
+    """Issue 51 item 3: dan's answer in #eng is searched at `team`; while the model (the OpenAI
+    stand-in, over HTTP) holds the generation, a guest joins #eng and the bot hears of it. Nothing
+    is streamed at `team`, and what is posted uses nothing above it (the public docs do not cover
+    the question: an abstention)."""
+    asked, go = threading.Event(), threading.Event()
+
+    def held(messages: list[dict[str, str]]) -> str:
+        if not asked.is_set():  # the first generation waits for the join; the next one does not
+            asked.set()
+            go.wait(30)
+        return STREAMED
+
+    openai_standin.reply = held
+    settings = model_settings(settings, openai_standin)
+    try:
+        async with local_slack(settings, with_model(sample_engine, settings)) as local:
+            await mention(local, demo.DAN, demo.ENG, ROTATION)
+            await until(asked.is_set, 30, "the model was never asked")
+            await guest_joins(local)
+            go.set()
+            await local.settle()
+            await assert_answered_at_public(local, await doc_levels(sample_engine))
+            assert "chat.startStream" not in chat_methods(local)
+    finally:
+        go.set()
+
+
+async def test_a_guest_joining_while_the_answer_streams_gets_the_stream_deleted_and_answered_again(
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
+) -> None:
+    """The guest joins once the `team` answer has started streaming into #eng (Slack holds
+    chat.startStream until the bot has heard of the join): the streamed message is deleted before
+    the answer is posted, at `public`."""
+    openai_standin.reply = lambda messages: STREAMED
+    openai_standin.stream_gap_s = 0.05
+    settings = model_settings(settings, openai_standin)
+    async with local_slack(settings, with_model(sample_engine, settings)) as local:
+        async def join_as_it_streams(call: Call) -> None:
+            if call.method == "chat.startStream":
+                local.standin.on_call = None
+                await guest_joins(local)
+
+        local.standin.on_call = join_as_it_streams
+        await mention(local, demo.DAN, demo.ENG, ROTATION)
+        await local.settle()
+        await assert_answered_at_public(local, await doc_levels(sample_engine))
+        methods = chat_methods(local)  # one answer left in #eng (above): the stream's message is gone
+        assert methods.count("chat.startStream") == 1 and "chat.delete" in methods[methods.index("chat.startStream"):]
+
+
+async def guest_joins(local: LocalSlack, channel: str = demo.ENG) -> None:
+    """A guest joins the private `channel`: Slack's member list and its event, once the bot has logged it."""
+    changes = AudienceChanges(local.bot.services.answer_log.db)
+    seen = await changes.newest()
+    local.standin.workspace.channels[channel]["members"].append(demo.GUEST)
+    assert (await local.slack.event(joined(local.standin, demo.GUEST, channel))).status == 200
+
+    async def logged() -> bool:
+        return await changes.newest() > seen
+
+    await until(logged, 10, "the join was not processed")
+
+
+async def assert_answered_at_public(local: LocalSlack, levels: dict[str, Level], channel: str = demo.ENG) -> None:
+    """The one answer in `channel` was given at `public` and used no document above it."""
+    [answer] = answers(local, channel)
+    logged = await local.bot.services.answer_log.find_by_message(channel, answer["ts"])
+    assert logged is not None and logged.audience_level == logged.level == "public"
+    used = {row["doc_path"] for row in logged.retrieved + logged.citations}
+    assert {levels[path] for path in used} <= {Level.public} and no_team_doc(local, channel)
 
 
 async def test_a_join_slack_never_delivered_stops_team_answers_after_audience_fresh_s(

@@ -120,6 +120,19 @@ async def test_no_follow_up_after_the_window(local: LocalSlack) -> None:
     assert len(thread_answers(local.standin, demo.GENERAL, root)) == 2
 
 
+async def test_follow_ups_past_the_rate_limit_never_read_the_thread(local: LocalSlack) -> None:
+    """12 follow-ups at once from one person (issue 51 item 2): only those within the per-person
+    limit (6 a minute, the first question included) cause a conversations.replies call."""
+    root = await asked(local)
+    for n in range(12):
+        await reply(local, demo.BOB, root, f"and what if it fails on attempt {n}?")
+    await local.settle()
+    answered = len(thread_answers(local.standin, demo.GENERAL, root)) - 1
+    told = [c for c in local.standin.calls_to("chat.postEphemeral") if "questions in the last minute" in c["text"]]
+    assert answered == local.bot.services.settings.bot_user_questions_per_minute - 1 and len(told) == 12 - answered
+    assert len(local.standin.calls_to("conversations.replies")) <= answered
+
+
 async def test_a_retried_follow_up_is_answered_once(local: LocalSlack) -> None:
     root = await asked(local)
     ts = await reply(local, demo.BOB, root, FOLLOW_UP, event_id="Ev_FOLLOW")

@@ -6,17 +6,20 @@ owner whose level drops reads at the new level from the next call; a question as
 is counted in the gaps and shown nowhere."""
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import time
 from pathlib import Path
 
 import pytest
+from mcp import ClientSession
+from mcp.shared.exceptions import MCPError
 from sqlalchemy import text
 
 from agents.http import MCP_PATH
 from bot.local import demo
-from bot.local.standin import visible_text
+from bot.local.standin import Failure, visible_text
 from foundation.settings import Settings
 from commands.mcp_command import stdio_level
 from eval.bench_mcp import measure, over_http
@@ -143,6 +146,40 @@ async def test_mcp_over_http_reads_at_the_tokens_level_and_keeps_questions_priva
 
 async def _refused(bot: Served, token: str) -> bool:
     return (await status(bot, bearer(token)))[0] == 401
+
+
+async def test_a_deactivation_slack_never_announces_ends_the_token_within_mcp_owner_fresh_s(
+        sample_engine: Engine, settings: Settings) -> None:
+    """No `user_change` ever comes: users.info alone starts saying `deleted` (issue 51 item 1).
+    Within DOCSBOT_MCP_OWNER_FRESH_S (1 s here; the lookup cache keeps people 300 s) the token is
+    refused; while Slack cannot be asked about an owner, their token is refused (503), not served."""
+    async with served(settings.data_dir, DOCSBOT_MCP_OWNER_FRESH_S="1", DOCSBOT_MCP_CALLS_PER_MINUTE="10000") as bot:
+        url = bot.base_url + MCP_PATH
+        dan, bob = [await token_from_slack(bot, user) for user in (demo.DAN, demo.BOB)]
+        async with over_http(url, dan) as session:  # the SDK's client, as dan's agent
+            assert (await call(session, "search_docs", query=ON_CALL, limit=5))["level"] == "restricted"
+            bot.standin.workspace.users[demo.DAN]["deleted"] = True  # and no user_change event, ever
+            deactivated = time.monotonic()
+            await until(lambda: _sdk_refused(session), 10, "a deactivated owner's token still works")
+            assert time.monotonic() - deactivated < 1 + 2  # the bound, and a request or two
+        code, line = await status(bot, bearer(dan))
+        assert code == 401 and "deactivated" in line
+
+        assert (await status(bot, bearer(bob)))[0] == 200
+        await asyncio.sleep(1.1)
+        bot.standin.fail_next("users.info", Failure("internal_error"))
+        code, line = await status(bot, bearer(bob))
+        assert code == 503 and "cannot be confirmed" in line
+        assert (await status(bot, bearer(bob)))[0] == 200  # Slack answers again: so does the token
+
+
+async def _sdk_refused(session: ClientSession) -> bool:
+    """Whether the server refused the SDK's next call (the SDK raises on a 401)."""
+    try:
+        await session.call_tool("search_docs", {"query": ON_CALL})
+    except MCPError:
+        return True
+    return False
 
 
 async def test_mcp_over_stdio_reads_at_the_level_it_was_started_with(sample_engine: Engine, settings: Settings) -> None:

@@ -3,6 +3,7 @@ of a channel it answered in (bot/followups.py)."""
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -10,8 +11,8 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import followups, surfaces
-from bot.answering import NotInChannel, Question
-from bot.conversation import History, question_text, thread_history
+from bot.answering import NotInChannel, Question, ThreadReader
+from bot.conversation import question_text, thread_history
 from bot.notes import ephemeral
 from bot.services import Services, services_of
 from bot.surfaces import Surface
@@ -54,16 +55,16 @@ def _from_a_person(event: dict[str, Any]) -> bool:
 async def _follow_up(
     services: Services, client: AsyncWebClient, event: dict[str, Any], bot_user_id: str | None
 ) -> None:
-    history = await followups.follow_up_history(services, client, event, bot_user_id)
-    if history is not None:
-        await _answer(services, client, event, event["thread_ts"], bot_user_id, history, surfaces.FOLLOWUP)
+    if await followups.may_follow_up(services, event):
+        await _answer(services, client, event, event["thread_ts"], bot_user_id, surfaces.FOLLOWUP)
 
 
 async def _answer(
     services: Services, client: AsyncWebClient, event: dict[str, Any], root: str | None, bot_user_id: str | None,
-    history: History | None = None, way_in: Surface | None = None,
+    way_in: Surface | None = None,
 ) -> None:
-    """`history`: the thread already read (a follow-up), else it is read here."""
+    """A message in a thread is answered with the thread as context, read once its author is
+    within the rate limit; a follow-up (`way_in`) whose thread shows it answers someone else is dropped."""
     channel, user = event["channel"], event["user"]
     if not await services.first_delivery(channel, event["ts"]):  # claimed here, so `work.idle()` covers it
         return
@@ -72,12 +73,14 @@ async def _answer(
     if not text:
         await tell(EMPTY_MENTION)
         return
-    if history is None:
-        history = (await thread_history(client, channel, root, event["ts"], bot_user_id)
-                   if root is not None and event.get("thread_ts") else [])
+    thread: ThreadReader | None = None
+    if way_in is surfaces.FOLLOWUP:
+        thread = partial(followups.follow_up_history, client, event, bot_user_id)
+    elif root is not None and event.get("thread_ts"):
+        thread = partial(thread_history, client, channel, root, event["ts"], bot_user_id)
     try:
         team = event.get("user_team") or event.get("team") or ""
-        await services.answerer.answer_in_conversation(Question(text, user, channel, root, history, team), tell,
-                                                       way_in)
+        await services.answerer.answer_in_conversation(Question(text, user, channel, root, team=team), tell,
+                                                       way_in, thread)
     except NotInChannel as exc:
         log.warning("cannot post in %s (%s)", channel, exc)
