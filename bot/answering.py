@@ -233,7 +233,7 @@ class Answerer:
         lowers the level, so this ends."""
         while True:
             level = audience.cap(asker)
-            answer = await self._ask(q, level, self._sink(q, asker, audience, stream))
+            answer = await self._ask(q, level, self._sink(q, asker, audience, stream), asker)
             if audience.direct:
                 return answer, audience
             now = await self._audience_now(q, asker)
@@ -338,12 +338,15 @@ class Answerer:
         """Streams are replies in a thread; elsewhere (a DM's top level) the placeholder is updated."""
         return self.stream_replies and q.thread_ts is not None
 
-    async def _ask(self, q: Question, level: Level, on_text: TextSink | None) -> Answer:
+    async def _ask(self, q: Question, level: Level, on_text: TextSink | None, asker: Level | None = None) -> Answer:
         """The engine's answer at `level`, from the docs in the asker's language (their Slack
-        locale, cached with their level) where a page has it, else in the docs' default."""
+        locale, cached with their level) where a page has it, else in the docs' default. `asker`:
+        the asker's level, when the conversation's is lower (what decides the DM offer is counted
+        up to it: rag/engine.py)."""
         language = await self.directory.user_language(q.user)
         scope = self.directory.policy.rules(q.channel).scope  # a channel's part of the docs (bot/channel_rules.py)
-        answer = await self.engine.ask(q.text, level, q.history, on_text=on_text, language=language, scope=scope)
+        answer = await self.engine.ask(q.text, level, q.history, on_text=on_text, language=language, scope=scope,
+                                       asker=asker)
         if answer.abstain_reason:
             log.info("abstained (%s): %s", answer.abstain_reason, answer.detail)
         return answer

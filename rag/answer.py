@@ -89,7 +89,8 @@ class Answer:
             "confidence": self.confidence,
             "abstain_reason": self.abstain_reason,
             "citations": [_public(c) for c in self.citations],
-            "diagnostics": asdict(self.diagnostics),
+            # `blocked` is never shown: it tells of documents above the reader's level (rag/engine.py)
+            "diagnostics": {k: v for k, v in asdict(self.diagnostics).items() if k != "blocked"},
             "level": self.level,
             "model": self.model,
             "retry_after": self.retry_after,

@@ -131,21 +131,32 @@ class Engine:
         warning (a search result shown without an answer, e.g. the MCP server's search_docs)."""
         return _citation(n, candidate, self.config.answer.review_days)
 
-    async def _blocked(self, vector: np.ndarray, level: Level, mine: Retrieval, within: frozenset[str] | None) -> int:
-        """How many of the best matches overall are above the reader's level, when they dominate:
-        the best match is above it and either beats everything the reader may see by the margin
-        or most of the top k are above it too. Only this count leaves the function: it decides
-        whether to say `no_access`."""
-        if level >= Level.restricted:
+    async def _blocked(self, vector: np.ndarray, level: Level, ceiling: Level, mine: Retrieval,
+                       within: frozenset[str] | None) -> int:
+        """How many of the best matches a reader at `ceiling` may see are above `level`, when they
+        dominate: the best match is above `level` and either beats everything a reader at `level`
+        may see by the margin or most of the top k are above it too. Only this count leaves the
+        function, and no document above `ceiling` is searched (0 when `ceiling` is not above `level`)."""
+        if level >= ceiling:
             return 0
         r = self.config.retrieval
-        nearest = await self.store.dense(vector, int(Level.restricted), r.top_k, within)
+        nearest = await self.store.dense(vector, int(ceiling), r.top_k, within)
         hits = [h for h in nearest if h.score >= r.min_similarity]
         above = [h for h in hits if h.row["access_rank"] > int(level)]
         if not hits or hits[0].row["access_rank"] <= int(level):
             return 0
         clearly_better = hits[0].score >= mine.best_similarity + self.config.answer.no_access_margin
         return len(above) if clearly_better or 2 * len(above) > len(hits) else 0
+
+    def _ceiling(self, level: Level, asker: Level | None) -> Level:
+        """The highest level `_blocked` may search for a question answered at `level`: every level
+        when the access hint is on (`no_access` then says that better documents exist, by design);
+        else the asker's own (a person in a channel below their level, who may be offered a DM):
+        with the hint off nobody learns anything of a document above their own level, not even
+        as a count in a diagnostic or a log line."""
+        if self.config.answer.access_hint:
+            return Level.restricted
+        return max(level, asker) if asker is not None else level
 
     async def _rest_of_top_doc(self, retrieval: Retrieval, query: np.ndarray, level: Level) -> list[Candidate]:
         """The best document's other chunks, in order, to follow the selected ones within the
@@ -162,10 +173,12 @@ class Engine:
         return rest
 
     async def ask(self, question: str, level: Level, history: History = (), on_text: TextSink | None = None,
-                  language: str = "", scope: Scope | None = None) -> Answer:
+                  language: str = "", scope: Scope | None = None, asker: Level | None = None) -> Answer:
         """Answer at `level`, from the docs in the asker's `language` where a page has it (see
         `search`), searching a channel's `scope` first (rag/scope.py). Never raises for a bad index
-        or provider: those become abstentions.
+        or provider: those become abstentions. `asker`: the asker's own level when others read the
+        answer too (`level` is then the conversation's): `diagnostics.blocked` counts the matches
+        between the two (see `_ceiling`).
 
         `on_text` gets the generated text as it streams, through a StreamGate: from the first
         citation that names a given source, with links the sources do not contain removed (the
@@ -173,7 +186,8 @@ class Engine:
         URL its sources do not contain."""
         turns = list(history)
         total = time.perf_counter()
-        answer, found = await self._retrieve_in_scope(question, level, turns, total, language, scope)
+        levels = (level, self._ceiling(level, asker))
+        answer, found = await self._retrieve_in_scope(question, levels, turns, total, language, scope)
         if isinstance(found, Answer):
             return found
         retrieval, vector, passed = found
@@ -215,14 +229,16 @@ class Engine:
         return answer
 
     async def _retrieve_in_scope(
-        self, question: str, level: Level, turns: list[tuple[str, str]], total: float, language: str,
+        self, question: str, levels: tuple[Level, Level], turns: list[tuple[str, str]], total: float, language: str,
         scope: Scope | None,
     ) -> tuple[Answer, tuple[Retrieval, np.ndarray, bool] | Answer]:
         """`_retrieve_and_gate` in the scope; when nothing there passes the gate (or the gate is not
         sure of it), a `prefer` scope tries every document the reader may read and the answer says
-        so, an `only` scope says it looked in its documents alone."""
+        so, an `only` scope says it looked in its documents alone. `levels`: the reader's, and
+        `_blocked`'s ceiling."""
+        level = levels[0]
         answer = self._new_answer(question, level)
-        found = await self._retrieve_and_gate(answer, level, turns, total, language, scope)
+        found = await self._retrieve_and_gate(answer, levels, turns, total, language, scope)
         doubted = found[2] is False if isinstance(found, tuple) else found.abstain_reason in FALLS_BACK
         if scope is None or not doubted:
             return answer, found
@@ -231,21 +247,23 @@ class Engine:
             return answer, found
         answer = self._new_answer(question, level)
         answer.scope_note = scope.fallback_note()
-        return answer, await self._retrieve_and_gate(answer, level, turns, total, language, None)
+        return answer, await self._retrieve_and_gate(answer, levels, turns, total, language, None)
 
     def _new_answer(self, question: str, level: Level) -> Answer:
         return Answer(question, "", False, None, [], Diagnostics(), level.name, model=self.generator.name)
 
     async def _retrieve_and_gate(
-        self, answer: Answer, level: Level, turns: list[tuple[str, str]], total: float, language: str = "",
-        scope: Scope | None = None,
+        self, answer: Answer, levels: tuple[Level, Level], turns: list[tuple[str, str]], total: float,
+        language: str = "", scope: Scope | None = None,
     ) -> tuple[Retrieval, np.ndarray, bool] | Answer:
         """The retrieval, the query vector and whether the answerability gate is sure of them; else
         the abstention (index unavailable, better matches above the reader's level, nothing above
         the similarity floor). Below the gate's threshold the reader still gets the closest passage,
         as "not sure" (see `ask`): a question whose answer can be checked (a value: how long, how
         much, what time; a how-to: a command or a step, rag/kinds.CHECKED) is answered when the
-        answer holds what was asked."""
+        answer holds what was asked. `levels`: the reader's, and the highest `_blocked` may search
+        (`_ceiling`)."""
+        level, ceiling = levels
         diag = answer.diagnostics
         try:
             # A read of the meta table: off the event loop, like the query embedding.
@@ -255,7 +273,7 @@ class Engine:
             retrieval, vector, timings = await self.search(answer.question, level, turns, language=language,
                                                            within=within)
             diag.timings_ms.update(timings)
-            blocked = await self._blocked(vector, level, retrieval, within)
+            blocked = await self._blocked(vector, level, ceiling, retrieval, within)
         except (StoreError, EmbeddingError) as exc:
             return _abstain(answer, "index_unavailable", str(exc), total)
         diag.candidates = retrieval.candidates
