@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from agents import SURFACE
+from agents.untrusted import fenced, suspected
 from foundation.observability import metrics
 from rag import ABSTAIN_MESSAGES, Answer, Candidate, Citation, EmbeddingError, Engine, Level, StoreError
 
@@ -75,8 +76,9 @@ class DocsTools:
         return answer.to_json()
 
     async def read(self, path: str, section: str, caller: Caller) -> dict[str, Any]:
-        """A page (or one section of it) as indexed, at the caller's level: its text and where it
-        was read (version, commit, links, freshness warning)."""
+        """A page (or one section of it) as indexed, at the caller's level: its text (fenced, and
+        flagged as a search's passages are) and where it was read (version, commit, links,
+        freshness warning)."""
         wanted = _checked(path, "path")
         section = section.strip()
         if len(section) > MAX_INPUT_CHARS:
@@ -94,13 +96,16 @@ class DocsTools:
                                  + "; ".join(repr(s) for s in sections))
         first = picked[0]
         cited = self.engine.citation(Candidate(first, np.asarray(first.pop("vector", [])), 0.0, 0.0))
-        about = passage(cited, "")
-        del about["score"], about["text"]
-        return {**about, "sections": sections, "text": joined([row["text"] for row in picked])}
+        page = passage(cited, joined([row["text"] for row in picked]), *sections)
+        del page["score"]
+        return {**page, "sections": sections}
 
 
-def passage(c: Citation, text: str) -> dict[str, Any]:
-    return {"doc_path": c.doc_path, "title": c.title, "section": c.section, "text": text,
+def passage(c: Citation, text: str, *headings: str) -> dict[str, Any]:
+    """A chunk (or a page) as an agent receives it: marked untrusted, its text fenced, and flagged
+    when its text, title, section or `headings` read like instructions (agents/untrusted.py)."""
+    return {"doc_path": c.doc_path, "title": c.title, "section": c.section, "untrusted": True,
+            "suspected_injection": suspected(text, c.title, c.section, *headings), "text": fenced(text),
             "page_url": c.page_url, "commit_url": c.url, "version": c.version, "commit": c.commit,
             "commit_date": c.commit_date, "warning": c.warning, "score": c.score}
 
