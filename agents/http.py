@@ -7,7 +7,11 @@ personal token from `/docs token`, state/tokens.py) names a Slack user, whose le
 again for this request (`LevelOf`: the access file and Slack, as for their questions in Slack). No
 token, an unknown, revoked or expired one, or an owner who can no longer read (a deactivated
 account): 401 with one line. An owner whose account cannot be confirmed (Slack unreachable): 503
-with Retry-After. Over the per-token rate: 429 with Retry-After.
+with Retry-After. Over the per-token rate: 429 with Retry-After. Past too many failed
+authentications from the client's address, or from all of them (agents/auth_failures.py): 429
+with Retry-After before the token is looked up. Every refusal is a JSON-RPC error whose message
+is that line, so an MCP client shows the agent why (the SDK's client turns an HTTP error without
+one into a bare "Server returned an error response").
 
 The transport is stateless (a fresh SDK transport per request, JSON responses, no session id):
 any replica answers any request, and a load balancer needs no affinity. Host and Origin are
@@ -16,6 +20,7 @@ checked by the SDK against DOCSBOT_MCP_ALLOWED_HOSTS / _ORIGINS (DNS rebinding).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -25,13 +30,14 @@ from aiohttp import web
 from aiohttp_asgi.resource import ASGIContext
 from mcp.server.transport_security import TransportSecuritySettings
 
+from agents.auth_failures import AuthFailures
 from agents.server import CALLER_KEY, build_server, http_caller
 from agents.tools import Caller, DocsTools
 from foundation.observability import metrics
 from rag import Level
 from state.db import StateUnavailable
 from state.ratelimit import RateLimit
-from state.tokens import McpTokens
+from state.tokens import PREFIX, McpTokens
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +50,8 @@ NO_READER = "this token's owner can no longer read the docs (the Slack account i
 STATE_DOWN = "tokens cannot be checked right now (the state database is unavailable): try again shortly"
 OWNER_UNCONFIRMED = "this token's owner cannot be confirmed with Slack right now: try again shortly"
 OWNER_RETRY_S = 10
+TOO_MANY_FAILURES = "too many failed authentications from here: try again in {wait} s"
+REFUSED = -32000  # the JSON-RPC error code of a refused request (the HTTP status says which refusal)
 
 
 class OwnerUnconfirmed(RuntimeError):
@@ -53,10 +61,12 @@ class OwnerUnconfirmed(RuntimeError):
 
 class McpEndpoint:
     def __init__(self, tools: DocsTools, tokens: McpTokens, level_of: LevelOf, limit: RateLimit,
-                 security: TransportSecuritySettings, stopping: Callable[[], bool] = lambda: False) -> None:
+                 security: TransportSecuritySettings, failures: AuthFailures,
+                 stopping: Callable[[], bool] = lambda: False) -> None:
         self.tokens = tokens
         self.level_of = level_of
         self.limit = limit
+        self.failures = failures
         self.stopping = stopping
         self.server = build_server(tools, http_caller)
         # Builds the SDK's session manager (the Starlette app around it is not used: aiohttp serves).
@@ -86,17 +96,22 @@ class McpEndpoint:
     async def caller(self, request: web.Request) -> Caller | web.Response:
         """Who this request is from, established now; else the response that refuses it."""
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            metrics.MCP_REFUSED.labels("token").inc()
-            return _refused(401, NO_TOKEN)
+        token = token.strip() if scheme.lower() == "bearer" else ""
+        address = request.remote or ""
+        if (wait_s := self.failures.wait_s(address, token)) > 0:
+            metrics.MCP_REFUSED.labels("auth_failures").inc()
+            return _refused(429, TOO_MANY_FAILURES.format(wait=_seconds(wait_s)), {"Retry-After": _seconds(wait_s)})
+        if not token:
+            return self._failed(address, token, NO_TOKEN)
+        if token.startswith(PREFIX):  # anything else is refused without a query (state/tokens.py)
+            metrics.MCP_TOKEN_LOOKUPS.inc()
         try:
-            holder = await self.tokens.holder(token.strip())
+            holder = await self.tokens.holder(token)
         except StateUnavailable as exc:
             log.warning("MCP request refused: %s", exc)
             return _refused(503, STATE_DOWN)
         if holder is None:
-            metrics.MCP_REFUSED.labels("token").inc()
-            return _refused(401, BAD_TOKEN)
+            return self._failed(address, token, BAD_TOKEN)
         try:
             level = await self.level_of(holder.user_id)
         except OwnerUnconfirmed as exc:
@@ -104,8 +119,8 @@ class McpEndpoint:
             metrics.MCP_REFUSED.labels("owner_unconfirmed").inc()
             return _refused(503, OWNER_UNCONFIRMED, {"Retry-After": str(OWNER_RETRY_S)})
         if level is None:
-            metrics.MCP_REFUSED.labels("token").inc()
-            return _refused(401, NO_READER)
+            return self._failed(address, token, NO_READER)
+        self.failures.accepted(token)
         try:
             wait_s = await self.limit.take(f"mcp:{holder.token_id}")
         except StateUnavailable as exc:  # as for questions in Slack: a rate limit fails open
@@ -114,13 +129,27 @@ class McpEndpoint:
         if wait_s > 0:
             metrics.MCP_REFUSED.labels("rate_limit").inc()
             return _refused(429, f"too many calls with this token: try again in {wait_s:.0f} s",
-                            {"Retry-After": str(max(1, round(wait_s)))})
+                            {"Retry-After": _seconds(wait_s)})
         return Caller(holder.user_id, level)
+
+    def _failed(self, address: str, token: str, line: str) -> web.Response:
+        self.failures.failed(address, token)
+        metrics.MCP_REFUSED.labels("token").inc()
+        return _refused(401, line)
 
 
 def _refused(status: int, line: str, headers: dict[str, str] | None = None) -> web.Response:
+    """The refusal as one line of JSON: a JSON-RPC error (no id: the request was not read) whose
+    message is `line`."""
     extra = {"WWW-Authenticate": 'Bearer realm="docsbot"'} if status == 401 else {}
-    return web.Response(status=status, text=line + "\n", headers={**extra, **(headers or {})})
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": REFUSED, "message": line}})
+    return web.Response(status=status, text=body + "\n", content_type="application/json",
+                        headers={**extra, **(headers or {})})
+
+
+def _seconds(wait_s: float) -> str:
+    """A Retry-After header's whole seconds, at least 1."""
+    return str(max(1, round(wait_s)))
 
 
 class _Exchange(ASGIContext):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from mcp.server.transport_security import TransportSecuritySettings
 
+from agents.auth_failures import AuthFailures
 from agents.http import McpEndpoint, OwnerUnconfirmed
 from agents.server import logged_privately
 from agents.tools import DocsTools
@@ -35,4 +36,5 @@ def mcp_endpoint(bot: DocsBot, db: StateDB) -> McpEndpoint:
     return McpEndpoint(DocsTools(services.engine, logged_privately(services.answer_log)),
                        services.tokens, level_of,
                        RateLimit(db, settings.mcp_calls_per_minute), security,
+                       AuthFailures(settings.mcp_auth_failures_per_minute, settings.mcp_auth_failures_per_minute_all),
                        stopping=lambda: bot.readiness.stopping)

@@ -29,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import SecretStr
 
+from agents.auth_failures import AuthFailures
 from agents.http import MCP_PATH, McpEndpoint
 from agents.tools import DocsTools
 from bot.access import AccessFile, load_access
@@ -71,7 +72,9 @@ async def measure(engine: Engine, scratch: Path, calls: int) -> tuple[list[float
         return await directory.account_level(user_id)
 
     endpoint = McpEndpoint(DocsTools(engine), McpTokens(db, 1), level_of, RateLimit(db, 100_000),
-                           TransportSecuritySettings(allowed_hosts=["127.0.0.1:*"]))
+                           TransportSecuritySettings(allowed_hosts=["127.0.0.1:*"]),
+                           AuthFailures(settings.mcp_auth_failures_per_minute,
+                                        settings.mcp_auth_failures_per_minute_all))
     guard = ConnectionGuard(512)
     app = web.Application(middlewares=[guard.middleware()])
     app.add_routes(endpoint.routes())

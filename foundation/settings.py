@@ -337,6 +337,11 @@ class Settings(BaseSettings):
     # ago than this, so a deactivation Slack never announced (no `user_change`) ends the token within
     # it, not after DOCSBOT_BOT_LOOKUP_TTL_S; when Slack cannot be asked, the token is refused (503).
     mcp_owner_fresh_s: float = 30.0
+    # Failed authentications at `/mcp` (no token, a wrong, revoked or expired one) a minute from one
+    # client address, and from all of them together, before requests are refused (429) without
+    # their token being looked up; per replica (agents/auth_failures.py).
+    mcp_auth_failures_per_minute: int = 10
+    mcp_auth_failures_per_minute_all: int = 100
     # The Host and Origin headers `/mcp` accepts (DNS-rebinding protection; `host:*` is any port):
     # add the name agents reach the bot by. No Origin header (an agent, not a browser) is accepted.
     mcp_allowed_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1:*", "localhost:*"])

@@ -49,6 +49,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "mcp_token_days": (1, 3_650),
     "mcp_calls_per_minute": (1, 100_000),
     "mcp_owner_fresh_s": (0, 30 * DAY_S),  # 0: confirmed with Slack on every call
+    "mcp_auth_failures_per_minute": (1, 100_000),
+    "mcp_auth_failures_per_minute_all": (1, 1_000_000),
     "sync_interval_minutes": (0.01, 525_600),  # up to a year
     "sync_jitter_s": (0, DAY_S),
     "sync_fetch_retries": (0, 100),

@@ -32,7 +32,9 @@ QUESTIONS = Counter(
 MCP_CALLS = Counter("docsbot_mcp_calls_total", "MCP tool calls by tool, the caller's level and outcome (ok, error)",
                     ["tool", "level", "outcome"])
 MCP_REFUSED = Counter("docsbot_mcp_refused_total",
-                      "MCP requests refused by reason (token, owner_unconfirmed, rate_limit, stopping)", ["reason"])
+                      "MCP requests refused by reason (token, owner_unconfirmed, rate_limit, auth_failures, stopping)",
+                      ["reason"])
+MCP_TOKEN_LOOKUPS = Counter("docsbot_mcp_token_lookups_total", "Tokens /mcp looked up in the state database")
 STAGE_SECONDS = Histogram(
     "docsbot_stage_seconds", "Latency of one answering stage (embed, retrieve, rerank, generate, post, total)",
     ["stage"], buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60),
