@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from rag.config import IndexConfig
 from rag.store.pg_tables import CHUNKS, COLUMNS, PgTables, database_errors, vector_literal
 from rag.store.protocol import Index
-from rag.store.schema import (ROW_COLUMNS, TEXT_SEARCHED, Hit, chunk_schema, text_search_words,
+from rag.store.schema import (ROW_COLUMNS, TEXT_SEARCHED, Hit, chunk_schema, storable, text_search_words,
                               with_defaults)
 
 # Candidates the HNSW graph search keeps (pgvector's default is 40): at 64, recall@16 was 0.85-0.91 at
@@ -144,6 +144,8 @@ class PgIndex(PgTables):
         return {row["chunk_id"]: with_defaults(row) for row in found}
 
     async def doc_rows(self, doc_path: str, max_rank: int) -> list[dict[str, Any]]:
+        if not storable(doc_path):  # the query would fail: PostgreSQL's text holds no NUL
+            return []
         query = (f"SELECT {WHOLE_ROW}, vector::real[] AS vector FROM {CHUNKS} "
                  "WHERE doc_path = :path AND access_rank <= :max_rank ORDER BY ordinal")
         found = await asyncio.to_thread(self._select, query, {"path": doc_path, "max_rank": int(max_rank)})

@@ -36,7 +36,8 @@ class Index(Protocol):
         ...
 
     async def doc_rows(self, doc_path: str, max_rank: int) -> list[dict[str, Any]]:
-        """Whole rows, with their `vector`, of one document's chunks at `max_rank` or below, in order."""
+        """Whole rows, with their `vector`, of one document's chunks at `max_rank` or below, in order;
+        none for a path no document can have (schema.storable: a NUL, a lone surrogate)."""
         ...
 
     async def documents(self) -> tuple[str, ...]:

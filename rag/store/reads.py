@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from rag.store.errors import store_errors
-from rag.store.schema import ROW_COLUMNS, access_filter, sql_list, vector_matrix, with_defaults
+from rag.store.schema import ROW_COLUMNS, access_filter, sql_list, storable, vector_matrix, with_defaults
 from rag.store.tables import Tables
 
 
@@ -26,6 +26,8 @@ class Reads(Tables):
 
     async def doc_rows(self, doc_path: str, max_rank: int) -> list[dict[str, Any]]:
         """Whole rows (with their vectors) of one document's chunks at `max_rank` or below, in order."""
+        if not storable(doc_path):
+            return []
         table = await self._searchable()
         where = f"doc_path = {sql_list([doc_path])} AND {access_filter(max_rank)}"
         columns = await _row_columns(table)

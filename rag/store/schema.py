@@ -96,6 +96,19 @@ def vector_matrix(table: pa.Table) -> np.ndarray:
     return table["vector"].combine_chunks().flatten().to_numpy().reshape(table.num_rows, dim)
 
 
+def storable(text: str) -> bool:
+    """Whether `text` can be a value of the index's text columns: no NUL (PostgreSQL's text type
+    refuses one, and no file name holds one) and nothing UTF-8 cannot encode (a lone surrogate).
+    A path that is not is no document's: it has no rows, on every store."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def sql_list(values: Iterable[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
