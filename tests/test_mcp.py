@@ -134,14 +134,21 @@ async def test_mcp_over_http_reads_at_the_tokens_level_and_keeps_questions_priva
         assert "1; not quoted" in shown[0] and not [text for text in shown if "zebrafier" in text]  # counted, unquoted
 
         # alice's level drops to public in the access file: her token reads at public from the next call.
-        access.write_text(access.read_text(encoding="utf-8").replace('U_ALICE = "restricted"', 'U_ALICE = "public"'),
-                          encoding="utf-8")
-
-        async def dropped() -> bool:
-            async with over_http(url, alice) as session:
+        # The file is replaced whole (a reader never sees half of it), and one session asks again
+        # and again (one request a try: the per-token rate is 30 a minute).
+        replace_file(access, access.read_text(encoding="utf-8").replace('U_ALICE = "restricted"', 'U_ALICE = "public"'))
+        async with over_http(url, alice) as session:
+            async def dropped() -> bool:
                 return (await session.call_tool("read_doc", {"path": BREAK_GLASS})).is_error
 
-        await until(dropped, 30, "alice's token still reads restricted pages")
+            await until(dropped, 30, "alice's token still reads restricted pages")
+
+
+def replace_file(path: Path, text: str) -> None:
+    """`path` holds `text` at once: written beside it, then renamed over it."""
+    written = path.with_name(path.name + ".new")
+    written.write_text(text, encoding="utf-8")
+    os.replace(written, path)
 
 
 async def _refused(bot: Served, token: str) -> bool:
