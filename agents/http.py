@@ -128,7 +128,7 @@ class McpEndpoint:
             wait_s = 0.0
         if wait_s > 0:
             metrics.MCP_REFUSED.labels("rate_limit").inc()
-            return _refused(429, f"too many calls with this token: try again in {wait_s:.0f} s",
+            return _refused(429, f"too many calls with this token: try again in {_seconds(wait_s)} s",
                             {"Retry-After": _seconds(wait_s)})
         return Caller(holder.user_id, level)
 
