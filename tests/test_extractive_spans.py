@@ -268,14 +268,26 @@ def test_the_same_sources_give_the_same_answer_in_every_process():
     assert len(answers) == 1 and next(iter(answers)).startswith("Kind: Release"), answers
 
 
-def test_a_short_sentence_is_quoted_with_the_neighbour_the_question_reaches():
-    # "You can carry over up to 5 unused days" alone leaves out when they expire, which the next
-    # sentence says (it shares "carry over"); a long sentence stands alone, and the neighbour
-    # comes only while the two stay short
+def test_a_short_sentence_is_quoted_with_the_paragraph_that_completes_it():
+    # "You can carry over up to 5 unused days" alone leaves out when they expire and the exception,
+    # which the rest of its short paragraph says (issue 50: a passage, not a sentence); the next
+    # section is not part of it
     text = answer("how many unused vacation days can I carry over to next year?",
                   page("handbook/time-off.md", "Vacation › Carrying over"))
-    assert in_order(text, "up to **5 unused days**", "must be taken by March 31"), text
-    assert "illness or parental leave" not in text, text  # the third sentence is beyond the reach
+    assert in_order(text, "up to **5 unused days**", "must be taken by March 31", "illness or parental leave"), text
+    assert "public holidays" not in text, text
+
+
+def test_a_long_paragraph_is_quoted_around_its_answering_sentence_within_the_passage_budget():
+    def filler(where: str) -> str:
+        return " ".join(f"{where} {n} says nothing about the allowance at all, only filler words." for n in range(8))
+
+    long = [Source(1, "Benefits", "Benefits › Wellness", (
+        f"{filler('Before')} You can claim up to €60 a month for sport and fitness. The claim is made in Personio. "
+        f"{filler('After')}"), 0.6, "benefits.md", 1)]
+    text = answer("how much can I claim for sport and fitness?", long)
+    assert in_order(text, "up to €60 a month", "made in Personio"), text
+    assert len(text) < 400 and "Before 0" not in text and "After 7" not in text, text
 
 
 def test_a_yes_no_is_quoted_with_the_condition_beside_it():
@@ -284,7 +296,7 @@ def test_a_yes_no_is_quoted_with_the_condition_beside_it():
     wellness = [Source(1, "Benefits", "Benefits › Wellness", (
         "We want you to stay healthy. You can claim up to €60 a month for sport and fitness. "
         "A gym membership counts as sport and fitness for this benefit, whether it covers classes, a pool or a "
-        "climbing wall. "
+        "climbing wall.\n\n"
         "Everyone at Acme365 gets a discount with our fitness partner."), 0.6, "benefits.md", 1)]
     text = answer("can I claim my gym membership?", wellness)
     assert in_order(text, "up to €60 a month", "gym membership counts"), text
