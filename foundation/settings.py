@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     llm_total_timeout_s: float = 45.0
     llm_max_retries: int = 2
     llm_max_tokens: int = 600
+    # The chat model's context window in tokens; 0: as the endpoint says (vLLM, llama.cpp's C++
+    # server), or as its refusal of a longer prompt names it (OpenAI, llama-cpp-python).
+    llm_context_tokens: int = 0
 
     top_k: int = 4
     candidates: int = 32

@@ -29,6 +29,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "llm_total_timeout_s": (0.001, DAY_S),
     "llm_max_retries": (0, 100),
     "llm_max_tokens": (1, 1_000_000),
+    "llm_context_tokens": (0, 100_000_000),
     "top_k": (1, 1_000),
     "candidates": (1, 10_000),
     "min_similarity": (0, 1),

@@ -37,6 +37,7 @@ def llm_config(s: Settings) -> LLMConfig:
         attempt_timeout_s=s.llm_attempt_timeout_s, total_timeout_s=s.llm_total_timeout_s,
         max_retries=s.llm_max_retries, max_tokens=s.llm_max_tokens, stream=s.llm_stream,
         followup_rewrite_timeout_s=s.followup_rewrite_timeout_s, provider=s.llm_provider,
+        context_tokens=s.llm_context_tokens,
     )
 
 

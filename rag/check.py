@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from rag.prompt import DECLINE_MARKER
 
-_CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _DECLINES = re.compile(rf"^\W*(?:{DECLINE_MARKER}|I don'?t know\b)", re.I)
 
 
@@ -22,7 +22,7 @@ class Checked:
 
 def cited_numbers(text: str) -> list[int]:
     seen: list[int] = []
-    for group in _CITATION.findall(text):
+    for group in CITATION.findall(text):
         for number in group.split(","):
             n = int(number)
             if n not in seen:
@@ -44,7 +44,7 @@ def renumber(text: str, cited: list[int], n_sources: int) -> tuple[str, list[int
     """Citations renumbered 1..m in order of first appearance. Returns the new text and the
     order of the sources (0-based old indexes: the cited ones first, then the others)."""
     new = {old: i for i, old in enumerate(cited, 1)}
-    text = _CITATION.sub(lambda m: "[" + ", ".join(str(new[int(n)]) for n in m.group(1).split(",")) + "]", text)
+    text = CITATION.sub(lambda m: "[" + ", ".join(str(new[int(n)]) for n in m.group(1).split(",")) + "]", text)
     return text, [n - 1 for n in cited] + [i for i in range(n_sources) if i + 1 not in new]
 
 

@@ -98,6 +98,7 @@ class LLMConfig:
     stream: bool
     followup_rewrite_timeout_s: float
     provider: str = "openai"
+    context_tokens: int = 0  # the model's window; 0: the endpoint's word for it (rag/fitting.py)
 
     @property
     def enabled(self) -> bool:

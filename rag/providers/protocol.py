@@ -22,20 +22,46 @@ class MalformedReply(Exception):
 
 
 @dataclass(frozen=True)
+class Usage:
+    """Tokens of one completion: the prompt's and the reply's."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A completion: its text, why it ended ("stop"; "length": cut off at max_tokens; "" when the
+    endpoint did not say) and the tokens the endpoint reported (None: it reported none, as
+    llama.cpp's server does when it streams). A provider may return the text alone."""
+
+    text: str
+    finish_reason: str = ""
+    usage: Usage | None = None
+
+
+def as_reply(result: "str | Reply") -> Reply:
+    return Reply(result) if isinstance(result, str) else result
+
+
+@dataclass(frozen=True)
 class Failure:
     """A provider's exception as the retry logic reads it.
 
     outcome: `transient` (the same request may well succeed a moment later: a timeout, no
     connection, 429, 5xx), `refused` (the endpoint answered with an error status: another try
-    gets the same), `failed` (anything else the client raised). `detail` is what an error message
-    says of it ("timed out", "connection failed", "HTTP 503"); `status` the HTTP status, if any;
-    `retry_after` the endpoint's hint in seconds, if it sent one."""
+    gets the same), `too_long` (the prompt and the reply do not fit the model's context window:
+    a shorter prompt may), `failed` (anything else the client raised). `detail` is what an error
+    message says of it ("timed out", "connection failed", "HTTP 503"); `status` the HTTP status,
+    if any; `retry_after` the endpoint's hint in seconds, if it sent one; `context_tokens` the
+    window a `too_long` refusal named, if it did."""
 
-    outcome: Literal["transient", "refused", "failed"]
+    outcome: Literal["transient", "refused", "too_long", "failed"]
     detail: str
     status: int | None = None
     retry_after: float | None = None
     timed_out: bool = False
+    context_tokens: int | None = None
 
     @property
     def kind(self) -> str:
@@ -70,17 +96,21 @@ class Description:
 
 class ChatProvider(Protocol):
     """One chat model behind one endpoint. `generate` and `stream` make one attempt each, bounded
-    by `timeout` seconds; a reply that is not a completion raises MalformedReply."""
+    by `timeout` seconds; a reply that is not a completion raises MalformedReply. They return the
+    Reply, or its text alone (no finish reason, no usage: rag/generation.py counts the tokens).
+
+    A provider may also count tokens as its model does and know the model's context window
+    (TokenCounting): the prompt is then fitted to the window in tokens (rag/fitting.py)."""
 
     model: str
 
-    async def generate(self, messages: Messages, max_tokens: int, timeout: float) -> str:
-        """The whole reply's text."""
+    async def generate(self, messages: Messages, max_tokens: int, timeout: float) -> str | Reply:
+        """The whole reply."""
         ...
 
-    async def stream(self, messages: Messages, max_tokens: int, timeout: float, emit: TextSink) -> str:
-        """The reply's text, each piece passed to `emit` as it arrives (an endpoint that ignores
-        streaming may return the whole text without emitting it)."""
+    async def stream(self, messages: Messages, max_tokens: int, timeout: float, emit: TextSink) -> str | Reply:
+        """The reply, each piece of its text passed to `emit` as it arrives (an endpoint that
+        ignores streaming may return the whole text without emitting it)."""
         ...
 
     def classify(self, exc: BaseException) -> Failure | None:
@@ -92,6 +122,17 @@ class ChatProvider(Protocol):
 
     async def aclose(self) -> None:
         """Close the connections (the client reopens on next use)."""
+        ...
+
+
+class TokenCounting(Protocol):
+    """What a provider may add: tokens counted by the endpoint's own tokenizer, and the model's
+    context window as the endpoint tells it (None: it cannot say)."""
+
+    async def count_tokens(self, text: str, timeout: float) -> int | None:
+        ...
+
+    async def context_tokens(self, timeout: float) -> int | None:
         ...
 
 
