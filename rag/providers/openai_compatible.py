@@ -113,8 +113,18 @@ class OpenAICompatible:
         if finish:
             return Reply("".join(parts), finish, usage)
         if events == 0 and kind.startswith("text/event-stream"):
-            return await self.generate(messages, max_tokens, timeout)
+            return await self._after_empty_stream(messages, max_tokens, timeout)
         raise MalformedReply("the stream ended before the answer did")
+
+    async def _after_empty_stream(self, messages: Messages, max_tokens: int, timeout: float) -> Reply:
+        """The request unstreamed, on a new connection if the pooled one is gone: llama.cpp's
+        server closes its connection after such a stream, and at times after the refusal."""
+        import openai
+
+        try:
+            return await self.generate(messages, max_tokens, timeout)
+        except openai.APIConnectionError:
+            return await self.generate(messages, max_tokens, timeout)
 
     def classify(self, exc: BaseException) -> Failure | None:
         return classify(exc)
