@@ -124,11 +124,12 @@ class LLMChat:
         then the last failure is a ProviderError carrying its Retry-After. A prompt the endpoint
         refuses as over a window it names is fitted to that window and sent once more."""
         s, provider = self._endpoint, self._provider
-        sink = on_text if s.stream else None
+        streamed = on_text if s.stream else None
         emitted: list[float] = []  # when text was first passed on
         started = time.perf_counter()
         failure: Failure | None = None  # the last transient failure
         fitted = await self._fitted(question, sources, history)
+        sink = _sink_for(streamed, fitted, len(sources))
 
         async def emit(piece: str) -> None:
             if not emitted:
@@ -177,6 +178,7 @@ class LLMChat:
                     raise ProviderError(f"the AI service refused the request ({exc.failure.detail})") from None
                 self._window = exc.failure.context_tokens  # learned: every later prompt is fitted to it
                 fitted = await self._fitted(question, sources, history)
+                sink = _sink_for(streamed, fitted, len(sources))
                 reply = await attempt(*self._request(fitted, question, sources, history))
         except Transient as exc:
             raise _unavailable(exc.failure) from None
@@ -235,6 +237,27 @@ def unseen_cited(text: str, sent: int) -> str:
         return "[" + ", ".join(n if int(n) <= sent else "0" for n in re.split(r"\s*,\s*", m.group(1))) + "]"
 
     return CITATION.sub(numbers, text)
+
+
+_OPEN_CITATION = re.compile(r"\[[\d,\s]*$")
+
+
+def _sink_for(sink: TextSink | None, fitted: Fitted | None, given: int) -> TextSink | None:
+    """`sink`, or when the prompt left sources out, `sink` with each citation of one of them
+    already [0] (see unseen_cited), so the stream shows none of it either: a citation still open
+    at a piece's end waits for the next piece."""
+    if sink is None or fitted is None or fitted.sources >= given:
+        return sink
+    sent, held = fitted.sources, [""]
+
+    async def renumbered(piece: str) -> None:
+        text = held[0] + piece
+        open_at = m.start() if (m := _OPEN_CITATION.search(text)) else len(text)
+        held[0] = text[open_at:]
+        if open_at:
+            await sink(unseen_cited(text[:open_at], sent))
+
+    return renumbered
 
 
 def _cached(count: Counter) -> Counter:

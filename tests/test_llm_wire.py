@@ -144,13 +144,16 @@ async def test_the_configured_window_fits_the_prompt_before_it_is_sent(
     openai_standin: OpenAIStandIn, tmp_path: Path
 ) -> None:
     openai_standin.context_tokens = 600
-    openai_standin.reply = lambda messages: "Page five says so [5]."
+    openai_standin.stream_piece_chars = 3  # "[5" and "]" in separate chunks
+    openai_standin.reply = lambda messages: "Page one says so [1]. Page five says so [1, 5]."
     generator = chat(openai_standin, tmp_path, llm_max_tokens=100, llm_context_tokens=600)
-    text = await generator.generate("q", LONG, [])
+    text, pieces = await collect(generator, LONG)
     [body] = sent(openai_standin)
     assert prompt_of(body) + body["max_tokens"] <= 600 and sources_in(body) < 5
-    # The model cites a source it was never given: the citation check rejects the answer.
-    assert text == "Page five says so [0]." and check_answer(text, len(LONG)).abstain_reason == "invalid_citations"
+    # The model cites a source it was never given: the citation check rejects the answer, and
+    # the stream never showed the citation either.
+    assert text == "".join(pieces) == "Page one says so [1]. Page five says so [1, 0]."
+    assert check_answer(text, len(LONG)).abstain_reason == "invalid_citations"
 
 
 async def test_a_question_that_cannot_fit_is_never_sent(openai_standin: OpenAIStandIn, tmp_path: Path) -> None:
