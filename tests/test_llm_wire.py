@@ -90,11 +90,13 @@ async def test_a_reply_cut_off_at_its_most_tokens_keeps_its_whole_sentences(
     ("max_tokens", "Unsupported parameter: 'max_tokens' is not supported with this model. "
                    "Use 'max_completion_tokens' instead.", "max_completion_tokens"),
     ("stream_options", "Extra inputs are not permitted: 'stream_options'", None),
+    ("stream_options", "Unrecognized request argument supplied: stream_options", None),  # Azure, no param
 ])
 async def test_a_parameter_the_endpoint_refuses_is_left_out_from_then_on(
     openai_standin: OpenAIStandIn, tmp_path: Path, param: str, message: str, instead: str | None
 ) -> None:
-    refusal = {"error": {"message": message, "type": "invalid_request_error", "param": param,
+    refusal = {"error": {"message": message, "type": "invalid_request_error",
+                         "param": param if "Unrecognized" not in message else None,
                          "code": "unsupported_parameter" if param != "stream_options" else None}}
     openai_standin.failures = [Failure(400, body=refusal)]
     openai_standin.reply = lambda messages: "No deploys on Fridays [1]."

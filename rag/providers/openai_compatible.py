@@ -163,8 +163,7 @@ def _refused_parameter(exc: openai.BadRequestError, request: dict[str, Any]) -> 
             and not _UNSUPPORTED.search(message):
         return None
     named = getattr(exc, "param", None)
-    candidates = [named] if named in OPTIONAL else [name for name in OPTIONAL if f"'{name}'" in message
-                                                     or f'"{name}"' in message or f"`{name}`" in message]
+    candidates = [named] if named in OPTIONAL else [name for name in OPTIONAL if re.search(rf"\b{name}\b", message)]
     return next((name for name in candidates if name in request), None)
 
 
