@@ -36,6 +36,8 @@ SOURCES = "*Sources*"
 # Under a not-sure reply (Answer.confidence): the passage is the closest the docs hold, not a sure answer.
 NOT_SURE_CONTEXT = ("⚠️ Not a sure answer: this is the closest passage in the docs, quoted as written. "
                     "A 👎 tells the docs' owners it is missing.")
+# Under an answer the embedded answerer quoted because the model's could not be used (Answer.fallback).
+QUOTED_CONTEXT = "Quoted from the docs: the AI's answer could not be used this time."
 IN_LINE = "You're in line: {ahead} ahead of you. I'll answer as soon as it's your turn."
 
 Block = dict[str, Any]
@@ -134,21 +136,12 @@ def citation_line(c: Citation) -> str:
 
 
 def abstention_text(answer: Answer) -> str:
-    """Why there is no answer, in plain words, with when to try again if the AI service is down."""
+    """Why there is no answer, in plain words, with when to try again if the index is not ready
+    (an AI service that is down is no abstention: the docs are quoted instead, rag/engine.py)."""
     text = answer.answer
-    if answer.abstain_reason == "provider_error":
-        wait = answer.retry_after
-        text += f" Please try again in about {_duration(wait)}." if wait else " Please try again in a few minutes."
-    elif answer.abstain_reason == "index_unavailable":
+    if answer.abstain_reason == "index_unavailable":
         text += " Please try again in a few minutes."
     return text
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(1, round(seconds))
-    if seconds < 90:
-        return f"{seconds} seconds"
-    return f"{round(seconds / 60)} minutes"
 
 
 def feedback(answer_id: str) -> Block:
@@ -182,8 +175,10 @@ def answer_message(
     if answer.citations:  # an answer's sources, or the page of a not-sure passage
         lines = [citation_line(c) for c in answer.citations[:MAX_CITATIONS]]
         blocks.extend(section(piece, verbatim=True) for piece in split_text(SOURCES + "\n" + "\n".join(lines)))
-    if answer.confidence == "not_sure":
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": NOT_SURE_CONTEXT}]})
+    notes = [NOT_SURE_CONTEXT] if answer.confidence == "not_sure" else []
+    if answer.fallback:
+        notes.append(QUOTED_CONTEXT)
+    blocks.extend({"type": "context", "elements": [{"type": "mrkdwn", "text": note}]} for note in notes)
     if answer.scope_note:  # a channel's scope (rag/scope.py): the answer came from outside it, or there was none
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": escape(answer.scope_note)}]})
     blocks.append(native_feedback_buttons(answer_id) if native_feedback else feedback(answer_id))

@@ -18,7 +18,7 @@ from opentelemetry import trace
 
 from rag.answer import ABSTAIN_MESSAGES, NOT_SURE_LEAD, Answer, Citation, Diagnostics
 from rag import answerability
-from rag.check import StreamGate, check_answer, links_in, renumber, without_foreign_links
+from rag.check import Checked, StreamGate, check_answer, links_in, renumber, without_foreign_links
 from rag.config import RagConfig
 from rag.embeddings import Embedder, EmbeddingError, make_embedder
 from rag.extractive import ExtractiveAnswerer
@@ -200,13 +200,28 @@ class Engine:
         doubt = f"answerability {answer.diagnostics.answerability:.2f} below the threshold"
         if passed or thread_kind(question, turns) in CHECKED:
             checked = await self._generate_and_check(answer, chosen, turns, on_text, total)
+            if checked.abstain_reason in MODEL_FAILED and self.generator is not self.quoter:
+                checked = self._quoted(checked, chosen, turns, total)  # the docs' own words instead
             if checked.answered and (passed or _holds_value(question, turns, checked.answer)):
                 return checked
-            if passed and checked.abstain_reason != "declined":
-                return checked  # the model failed, or its citations did not check out: said as such
             doubt = ("the answerer found no passage that holds what was asked" if passed
                      else f"{doubt}, and no quote holds the value asked")
         return self._not_sure(answer, chosen, turns, total, doubt, retrieval.selected)
+
+    def _quoted(self, answer: Answer, chosen: list[_Chosen], turns: list[tuple[str, str]], total: float) -> Answer:
+        """The embedded answerer's quote of the same sources when the model failed (or ran out of
+        its deadline) or its citations did not check out, marked as such (`Answer.fallback`):
+        the model's text never reaches the reader (the log has its length and the reason)."""
+        failed, why = answer.abstain_reason or "", answer.detail
+        sources = [source for source, _ in chosen]
+        checked = check_answer(self.quoter.answer(answer.question, sources, turns), len(sources))
+        if checked.abstain_reason:
+            _abstain(answer, "declined", f"{failed}: {why}; no quote of the sources answers either", total)
+        else:
+            self._cite(answer, checked, [c for _, c in chosen], total)
+            answer.model = self.quoter.name
+        answer.fallback, answer.detail = failed, f"{failed}: {why}"
+        return answer
 
     def _not_sure(self, answer: Answer, chosen: list[_Chosen], turns: list[tuple[str, str]], total: float,
                   doubt: str, selected: list[Candidate]) -> Answer:
@@ -214,18 +229,14 @@ class Engine:
         them: still a gap, `answered` false); a decline naming the near miss when no passage
         shares a word with the question. Always the embedded answerer's quote, whatever writes
         the answers: a passage shown as found, never a model's guess at it."""
-        _abstain(answer, "no_match", doubt, total)
+        _abstain(answer, "no_match", f"{answer.detail}; {doubt}" if answer.fallback else doubt, total)
         sources = [source for source, _ in chosen]
         checked = check_answer(self.quoter.closest(answer.question, sources, turns), len(sources))
         if checked.abstain_reason:
             return _near_miss(answer, selected, self.config.answer.review_days)
-        text, order = renumber(checked.text, checked.cited, len(sources))
-        cited = [chosen[i][1] for i in order][:len(checked.cited)]
-        review_days = self.config.answer.review_days
-        answer.answer = f"{NOT_SURE_LEAD}\n\n{text}"
-        answer.citations = [_citation(n, c, review_days) for n, c in enumerate(cited, 1)]
-        answer.retrieved = [_retrieved(c) for c in cited]
-        answer.confidence = "not_sure"
+        self._cite(answer, checked, [c for _, c in chosen], total)
+        answer.answer, answer.answered, answer.confidence = f"{NOT_SURE_LEAD}\n\n{answer.answer}", False, "not_sure"
+        answer.abstain_reason, answer.model = "no_match", self.quoter.name
         return answer
 
     async def _retrieve_in_scope(
@@ -344,23 +355,30 @@ class Engine:
         finally:
             answer.diagnostics.timings_ms["generate_ms"] = _ms(started)
         checked = check_answer(without_foreign_links(raw, known), len(sources))
-        if checked.abstain_reason:
-            _abstain(answer, checked.abstain_reason, raw[:200], total)
+        if checked.abstain_reason:  # the text itself stays out of logs: a model may repeat anything
+            _abstain(answer, checked.abstain_reason, f"the model's {len(raw)} characters cited no given source"
+                     if checked.abstain_reason == "invalid_citations" else f"declined ({len(raw)} characters)", total)
             if checked.abstain_reason == "declined":
                 return _near_miss(answer, candidates, self.config.answer.review_days)
             return answer
-        # Citations read [1], [2], ... in the order they appear; the sources are listed that way too.
-        text, order = renumber(checked.text, checked.cited, len(sources))
-        cited = [candidates[i] for i in order]
+        return self._cite(answer, checked, candidates, total)
+
+    def _cite(self, answer: Answer, checked: Checked, candidates: list[Candidate], total: float) -> Answer:
+        """`answer` says the checked text, its citations read [1], [2], ... in the order they
+        appear and its sources listed that way too."""
+        text, order = renumber(checked.text, checked.cited, len(candidates))
+        cited = [candidates[i] for i in order][:len(checked.cited)]
         answer.retrieved = [_retrieved(c) for c in cited]
-        answer.answer, answer.answered, answer.confidence = text, True, "answer"
+        answer.answer, answer.answered, answer.confidence, answer.abstain_reason = text, True, "answer", None
         review_days = self.config.answer.review_days
-        answer.citations = [_citation(n, cited[n - 1], review_days) for n in range(1, len(checked.cited) + 1)]
+        answer.citations = [_citation(n, c, review_days) for n, c in enumerate(cited, 1)]
         answer.diagnostics.timings_ms["total_ms"] = _ms(total)
         return answer
 
 
 VALUE_COVERAGE = 0.5  # of the question's key terms, in an answer past a declining gate
+# A model's answer that cannot be used: the embedded answerer quotes the same sources instead.
+MODEL_FAILED = frozenset({"provider_error", "invalid_citations"})
 
 
 def _ms(started: float) -> float:
