@@ -328,8 +328,7 @@ class Engine:
         answer.diagnostics.selected = len(sources)
         answer.retrieved = [_retrieved(c) for c in chosen]
         # The extractive answerer puts a section's chunks back together in document order.
-        return [(replace(s, doc=c.row["doc_path"], ordinal=c.row["ordinal"], similarity=c.similarity), c)
-                for s, c in zip(sources, chosen)]
+        return [(replace(s, doc=c.row["doc_path"], ordinal=c.row["ordinal"]), c) for s, c in zip(sources, chosen)]
 
     async def _generate_and_check(
         self, answer: Answer, chosen: list[_Chosen], turns: list[tuple[str, str]], on_text: TextSink | None,

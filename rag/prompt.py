@@ -92,7 +92,6 @@ class Source:
     page_similarity: float = 0.0  # the best cosine similarity to the question among its page's chunks
     doc: str = ""  # the document's path: an extractive answer puts a section's chunks back together
     ordinal: int = 0  # the chunk's position in its document
-    similarity: float = 0.0  # the chunk's own cosine similarity to the question
 
 
 def folded(text: str) -> str:
