@@ -27,7 +27,7 @@ from rag.freshness import citation_warning
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
 from rag.kinds import CHECKED, lacks_kind, thread_kind
-from rag.terms import coverage, question_terms
+from rag.terms import coverage, question_terms, well_formed
 from rag.levels import Level
 from rag.mentions import unmentioned
 from rag.owners import Ownership, front_matter_of
@@ -98,6 +98,7 @@ class Engine:
         `language`: the asker's ("ja"; "" unknown): on docs in several languages each page is
         taken in it where the page has it, else in the docs' default language (rag/retrieval.py).
         `within`: only these documents are searched (a channel's scope, rag/scope.py)."""
+        question, history = well_formed(question), [(speaker, well_formed(text)) for speaker, text in history]
         timings: dict[str, float] = {}
         started = time.perf_counter()
         query_text = await self.search_query(question, history)
@@ -184,7 +185,7 @@ class Engine:
         citation that names a given source, with links the sources do not contain removed (the
         citation check still decides what the returned Answer says). An answer never links to a
         URL its sources do not contain."""
-        turns = list(history)
+        question, turns = well_formed(question), [(speaker, well_formed(text)) for speaker, text in history]
         total = time.perf_counter()
         levels = (level, self._ceiling(level, asker))
         answer, found = await self._retrieve_in_scope(question, levels, turns, total, language, scope)
