@@ -43,6 +43,7 @@ from rag.site_links import site_pages
 from state.answers import AnswerLog
 from state.db import StateUnavailable
 from state.placeholders import PlaceholderJournal
+from state.threads import Posted, ThreadRecord
 from state.ratelimit import RateLimit
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ class Answerer:
         queue: AnswerQueue,
         stream_replies: bool = True,
         journal: PlaceholderJournal | None = None,
+        threads: ThreadRecord | None = None,
     ) -> None:
         self.client = client
         self.engine = engine
@@ -102,6 +104,9 @@ class Answerer:
         self.placeholders = Placeholders(journal)
         self.lanes = Lanes()  # what Slack said about its rate limits, per bucket
         self.progress = Progress(client, self.lanes, self.placeholders)
+        # docsbot's record of its threads: its announcements and answers are recorded there
+        self.threads = threads if threads is not None else ThreadRecord(answer_log.db, answer_log.retention_days)
+        self.bot_user_id: str | None = None  # this bot's user (auth.test's), learnt from Bolt (bot.middleware)
 
     # -- delivering answers ------------------------------------------------------------------------
     async def answer_in_conversation(self, q: Question, tell: Tell, way_in: Surface | None = None,
@@ -142,7 +147,9 @@ class Answerer:
             q = replace(q, history=history)
         try:
             if way_in.announce is not None:
-                q = replace(q, thread_ts=await self.post(q.channel, None, way_in.announce))
+                root = await self.post(q.channel, None, way_in.announce)
+                q = replace(q, thread_ts=root)
+                await self._record(q.channel, root, root, way_in.announce["text"], start=True)
             placeholder = Placeholder(q.channel, q.thread_ts, surface, asker=q.user, question=q.text)
             answered = await self._answer_into(placeholder, q, asker, audience, tell, panel)
         except NotInChannel:
@@ -218,6 +225,7 @@ class Answerer:
             telemetry.answered(placeholder.surface, answer, ts)
             # posted, then logged
             await self._log(q, answer, answer_id, asker, audience_level, ts, audience.public_channel)
+            await self._record(q.channel, q.thread_ts, ts, message["text"])
         else:
             telemetry.failed(placeholder.surface, "error")
         return answer, answer_id, audience
@@ -366,6 +374,22 @@ class Answerer:
             log.warning("could not log answer %s: %s", answer_id, exc)
         except Exception:
             log.exception("could not log answer %s", answer_id)
+
+    async def _record(self, channel: str, thread_ts: str | None, ts: str, text: str, start: bool = False) -> None:
+        """What docsbot posted in a thread, in its record of the thread (when it keeps one, or
+        `start`s it: the root of a `/docs` question's thread)."""
+        if thread_ts is None:
+            return
+        try:
+            if self.bot_user_id is None:
+                self.bot_user_id = (await self.client.auth_test())["user_id"]
+            posted = Posted(ts, self.bot_user_id or "", text)
+            if start:
+                await self.threads.start(channel, thread_ts, [posted])
+            else:
+                await self.threads.note(channel, thread_ts, posted)
+        except (StateUnavailable, SlackApiError) as exc:
+            log.warning("docsbot's message in %s was not recorded in its thread: %s", channel, exc)
 
     async def _offer_dm(self, q: Question, answer_id: str, audience: Audience) -> None:
         reason = f"This is {audience.reason}: not everyone here may read all the docs you can."

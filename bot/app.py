@@ -34,6 +34,7 @@ from bot.work import BackgroundWork
 from foundation.settings import Settings
 from rag import Engine, bulk_threads
 from state.answers import AnswerLog
+from state.threads import ThreadRecord
 from state.audience import AudienceChanges
 from state.db import StateDB
 from state.dedupe import Dedupe
@@ -98,6 +99,7 @@ def build_bot(
         AnswerQueue(settings.bot_max_concurrent_answers, settings.queue_max, settings.queue_wait_s),
         stream_replies=settings.llm_stream,
         journal=journal,
+        threads=ThreadRecord(state, settings.answer_log_days),
     )
     services = Services(
         settings=settings,

@@ -18,6 +18,7 @@ from state.answers import AnswerLog
 from state.db import StateUnavailable
 from state.dedupe import Dedupe
 from state.file_watch import FileWatch
+from state.threads import ThreadRecord
 from state.tokens import McpTokens
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,11 @@ class Services:
     run_sync: SyncCommand | None = None
     recovery: Recovery | None = None  # ends the placeholders of a process that died (bot.serve runs it)
     state_file: FileWatch | None = None  # a SQLite state file deleted while in use is restored (readiness)
+
+    @property
+    def threads(self) -> ThreadRecord:
+        """docsbot's record of its threads (bot/threads.py keeps it, bot/conversation.py reads it)."""
+        return self.answerer.threads
 
     @property
     def policy(self) -> AccessPolicy:
@@ -72,9 +78,11 @@ class Services:
             return True
 
     async def prune(self) -> None:
-        """Delete expired answers (keeping unreviewed 👎) and expired dedupe keys."""
+        """Delete expired answers (keeping unreviewed 👎), what the thread record holds from as
+        long ago, and expired dedupe keys."""
         try:
             answers, keys = await self.answer_log.prune(), await self.dedupe.prune()
+            await self.threads.prune()
             if self.recovery is not None:
                 await self.recovery.journal.prune()
         except StateUnavailable as exc:

@@ -79,8 +79,7 @@ async def test_follow_up_in_a_thread_uses_the_earlier_messages(
         await local.settle()
         await mention(local, demo.BOB, demo.ENG, "and who has to approve it?", thread_ts=root)
         await local.settle()
-        replies = local.standin.calls_to("conversations.replies")
-        assert replies[-1]["ts"] == root
+        assert local.standin.calls_to("conversations.replies") == []  # docsbot's record of the thread
         prompt = openai_standin.requests[-1][1]["messages"][-1]["content"]
         assert "<thread>" in prompt and "user: how do I roll back a bad deploy?" in prompt
         assert "agent: Roll back with the documented procedure [1]." in prompt

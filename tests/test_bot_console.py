@@ -34,6 +34,13 @@ async def test_console_speaks_as_people_in_channels_and_shows_replies(
         shown = capsys.readouterr().out
         assert "only you see this" in shown and "/invite @docsbot" in shown and "VPN Setup" in shown
         assert "docsbot → #random" not in shown  # the refused post is not shown as if it had worked
+        await console.handle(":channel general")
+        await console.handle("@docsbot how do I set up the VPN?")
+        await console.handle(":thread")
+        await console.handle("and what if it works at home but not in a hotel?")  # a follow-up, no mention
+        shown = capsys.readouterr().out
+        assert shown.count("docsbot → #general (edited)") == 2 and "tcp-fallback" in shown
+        assert local.standin.calls_to("conversations.replies") == []  # read from docsbot's record
         await console.handle(":channel nowhere")
         assert "no such channel" in capsys.readouterr().out
         assert not await console.handle(":quit")

@@ -142,8 +142,12 @@ class Console:
             event = local.slack.direct_message(self.user, self.channel, slack_text, ts)
             if self.thread_ts:
                 event["thread_ts"] = self.thread_ts
+        elif self.thread_ts:  # Slack sends a thread reply as message.channels (message.groups when private)
+            kind = "group" if info.get("is_private") else "channel"
+            event = local.slack.thread_message(self.user, self.channel, slack_text, ts, self.thread_ts, kind)
         else:
-            print("(docsbot only reads channel messages that mention it: start with @docsbot)")
+            print("(docsbot answers a channel message that mentions it, and follow-ups in its threads "
+                  "(:thread): start with @docsbot)")
             return
         await self.deliver(local.slack.event(event))
 

@@ -14,6 +14,7 @@ import state.placeholders  # noqa: F401
 import state.ratelimit  # noqa: F401
 import state.sync_requests  # noqa: F401
 import state.sync_status  # noqa: F401
+import state.threads  # noqa: F401
 import state.tokens  # noqa: F401
 from state.schema import Base
 
