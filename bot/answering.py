@@ -34,11 +34,12 @@ from bot.directory import Audience, Directory
 from bot.queue import AnswerQueue
 from bot.notes import Reply, Tell, ephemeral, in_conversation
 from bot.placeholders import Placeholder, Placeholders
+from bot.plan import Plan, with_plan
 from bot.progress import Progress
 from bot.ratelimits import Budget, Lanes, RateLimited, own_retries
 from bot.streaming import StreamedReply
 from bot.surfaces import Surface
-from rag import Answer, Engine, Level, TextSink
+from rag import Answer, Engine, Level, StepSink, TextSink
 from rag.site_links import site_pages
 from state.answers import AnswerLog
 from state.db import StateUnavailable
@@ -187,6 +188,7 @@ class Answerer:
         self, placeholder: Placeholder, q: Question, asker: Level, audience: Audience, tell: Tell, panel: bool
     ) -> tuple[Answer, str, Audience] | None:
         stream = StreamedReply(self.client, q, self._can_stream(q))
+        plan = Plan(lambda message, key: self.progress.show_message(placeholder, message, key))
         try:
             async with self.queue.turn(q.user, lambda ahead: self._show(placeholder, blocks.in_line(ahead))) as turn:
                 if not turn.admitted:
@@ -201,10 +203,11 @@ class Answerer:
                 telemetry.waited_in_line(turn.waited_s)
                 if not panel or placeholder.ts is not None:
                     await self._show(placeholder, blocks.THINKING)
+                    plan.start()  # a slow answer shows its steps there (bot/plan.py)
                 else:
                     self.progress.forget(placeholder)  # the status line says it now: no place in line is posted
                 with own_retries():  # a streamed reply never sleeps on Slack's Retry-After in the slot
-                    answer, audience = await self._ask_for_readers(q, asker, audience, stream)
+                    answer, audience = await self._ask_for_readers(q, asker, audience, stream, plan)
         except Exception as exc:
             if placeholder.ts is None and isinstance(exc, (NotInChannel, SlackApiError)):
                 raise  # nothing was posted: the caller answers privately or tells the asker
@@ -212,10 +215,12 @@ class Answerer:
             telemetry.failed(placeholder.surface, "error")
             await self._fail(placeholder, stream, tell)
             return None
+        finally:
+            plan.stop()
         audience_level = asker if audience.direct else audience.level
         answer_id = telemetry.answer_id()
-        message = blocks.answer_message(answer, answer_id, native_feedback=panel,
-                                        pages=site_pages(self.engine.config.links))
+        message = with_plan(blocks.answer_message(answer, answer_id, native_feedback=panel,
+                                                  pages=site_pages(self.engine.config.links)), plan.finished())
         ts = await stream.finish(message) if stream.started else None
         if ts is not None:
             await self._end(placeholder, None, tell)
@@ -231,7 +236,7 @@ class Answerer:
         return answer, answer_id, audience
 
     async def _ask_for_readers(
-        self, q: Question, asker: Level, audience: Audience, stream: StreamedReply
+        self, q: Question, asker: Level, audience: Audience, stream: StreamedReply, plan: Plan,
     ) -> tuple[Answer, Audience]:
         """The answer at the level the conversation's readers allow once it is written, and that
         audience. Before anything of it is shown the audience is looked up again (what any replica
@@ -241,7 +246,7 @@ class Answerer:
         lowers the level, so this ends."""
         while True:
             level = audience.cap(asker)
-            answer = await self._ask(q, level, self._sink(q, asker, audience, stream), asker)
+            answer = await self._ask(q, level, self._sink(q, asker, audience, stream), asker, plan.on_step)
             if audience.direct:
                 return answer, audience
             now = await self._audience_now(q, asker)
@@ -249,6 +254,7 @@ class Answerer:
                 return answer, audience
             log.info("the audience in %s dropped to %s while answering: answered again", q.channel, now.level.name)
             await stream.abandon()
+            plan.restart()
             audience = now
 
     def _sink(self, q: Question, asker: Level, audience: Audience, stream: StreamedReply) -> TextSink | None:
@@ -346,7 +352,8 @@ class Answerer:
         """Streams are replies in a thread; elsewhere (a DM's top level) the placeholder is updated."""
         return self.stream_replies and q.thread_ts is not None
 
-    async def _ask(self, q: Question, level: Level, on_text: TextSink | None, asker: Level | None = None) -> Answer:
+    async def _ask(self, q: Question, level: Level, on_text: TextSink | None, asker: Level | None = None,
+                   on_step: StepSink | None = None) -> Answer:
         """The engine's answer at `level`, from the docs in the asker's language (their Slack
         locale, cached with their level) where a page has it, else in the docs' default. `asker`:
         the asker's level, when the conversation's is lower (what decides the DM offer is counted
@@ -354,7 +361,7 @@ class Answerer:
         language = await self.directory.user_language(q.user)
         scope = self.directory.policy.rules(q.channel).scope  # a channel's part of the docs (bot/channel_rules.py)
         answer = await self.engine.ask(q.text, level, q.history, on_text=on_text, language=language, scope=scope,
-                                       asker=asker)
+                                       asker=asker, on_step=on_step)
         if answer.abstain_reason:
             log.info("abstained (%s): %s", answer.abstain_reason, answer.detail)
         return answer

@@ -203,12 +203,13 @@ def answer_body(answer: Answer, pages: Pages | None = None) -> str:
 
 
 def after_text(message: dict[str, Any]) -> list[Block]:
-    """The blocks of an answer message after its text (sources, feedback): what a streamed
-    answer gets when it stops."""
-    blocks = message["blocks"]
+    """The blocks of an answer message besides its text (its plan, sources, feedback): what a
+    streamed answer gets when it stops."""
+    plan = [b for b in message["blocks"] if b["type"] == "plan"]
+    blocks = [b for b in message["blocks"] if b["type"] != "plan"]
     first = next((i for i, b in enumerate(blocks) if b["type"] != "section" or b["text"]["text"].startswith(SOURCES)),
                  len(blocks))
-    return blocks[first:]
+    return plan + blocks[first:]
 
 
 def notice(text: str, echoes_user: bool = False) -> dict[str, Any]:

@@ -281,6 +281,18 @@ def _stream_text(p: dict[str, Any]) -> str:
         c.get("text", "") for c in chunks if c.get("type") == "markdown_text")
 
 
+TASK_STATUSES = {"pending", "in_progress", "complete", "error"}
+
+
+def _plan_ok(block: dict[str, Any]) -> bool:
+    """Block Kit's `plan`: a plain-text `title`, and `tasks` of `task_card`s, each with its
+    `task_id`, `title` and a `status` of TASK_STATUSES (slack_sdk's PlanBlock / TaskCardBlock)."""
+    tasks = block.get("tasks") or []
+    return isinstance(block.get("title"), str) and bool(block["title"]) and all(
+        t.get("type") == "task_card" and isinstance(t.get("task_id"), str) and isinstance(t.get("title"), str)
+        and t.get("status") in TASK_STATUSES for t in tasks)
+
+
 def blocks_error(p: dict[str, Any]) -> str | None:
     """Slack's Block Kit limits: the error Slack would answer, or None."""
     message_blocks = p.get("blocks") or []
@@ -288,6 +300,8 @@ def blocks_error(p: dict[str, Any]) -> str | None:
         return "invalid_blocks"
     for block in message_blocks:
         if block.get("type") == "section" and len(block.get("text", {}).get("text", "")) > MAX_SECTION_TEXT:
+            return "invalid_blocks"
+        if block.get("type") == "plan" and not _plan_ok(block):
             return "invalid_blocks"
     if len(json.dumps(message_blocks)) + len(p.get("text", "")) > MAX_MESSAGE_CHARS:
         return "msg_blocks_too_long"

@@ -175,12 +175,18 @@ async def _params(request: web.Request) -> dict[str, Any]:
     return params
 
 
+_TASK_MARKS = {"complete": "✓", "in_progress": "…", "error": "✗", "pending": "·"}
+
+
 def visible_text(message: dict[str, Any]) -> str:
-    """Everything a person would read in a message: section texts, buttons, else the fallback."""
+    """Everything a person would read in a message: section texts, plans, buttons, else the fallback."""
     parts = []
     for block in message.get("blocks") or []:
         if block.get("type") == "section":
             parts.append(block["text"]["text"])
+        elif block.get("type") == "plan":
+            parts.append("\n".join([block["title"], *(f"{_TASK_MARKS.get(t['status'], '·')} {t['title']}"
+                                                       for t in block.get("tasks", []))]))
         elif block.get("type") in ("actions", "context"):
             parts.append("  ".join(f"[{e['text']['text']}]" if e.get("type") == "button" else e.get("text", "")
                                    for e in block.get("elements", [])))
