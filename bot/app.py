@@ -19,6 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.access import AccessFile, AccessPolicy, tell_admins
 from bot.answering import Answerer
+from bot.unfurls import Unfurler
 from bot.directory import Directory
 from bot.http_guard import ConnectionGuard
 from bot.health import Readiness, health_routes, refuse_while_stopping, standard_checks
@@ -111,6 +112,7 @@ def build_bot(
         dedupe=Dedupe(state),
         status=lambda details: status_text(engine.store, state, details),
         tokens=McpTokens(state, settings.mcp_token_days),
+        unfurler=Unfurler(engine, settings.review_days),
         run_sync=run_sync,
         recovery=Recovery(client, journal),
         state_file=FileWatch.of(state),

@@ -102,7 +102,8 @@ def button(label: str, action_id: str, value: str, style: str | None = None) -> 
     return element
 
 
-def _link(url: str, label: str) -> str:
+def link(url: str, label: str) -> str:
+    """A Slack link to `url` labelled `label` (escaped already); anything but a web URL is its label."""
     if not url.startswith(("https://", "http://")):
         return label
     safe = quote(url, safe=":/?#[]@!$&'()*+,;=%~")  # spaces, controls, <, > and | percent-encoded
@@ -111,7 +112,7 @@ def _link(url: str, label: str) -> str:
 
 def _where(c: Citation) -> str:
     """The section's name, linked to its page on the docs site, else to the commit permalink."""
-    return _link(c.page_url or c.url, escape(f"{c.title} › {c.section}" if c.section else c.title))
+    return link(c.page_url or c.url, escape(f"{c.title} › {c.section}" if c.section else c.title))
 
 
 def citation_line(c: Citation) -> str:
@@ -125,7 +126,7 @@ def citation_line(c: Citation) -> str:
     if c.version:
         bits.append(f"v{escape(c.version)}")
     if c.commit and c.page_url and c.url.startswith(("https://", "http://")):
-        bits.append(_link(c.url, f"commit {escape(short_commit(c.commit))}"))
+        bits.append(link(c.url, f"commit {escape(short_commit(c.commit))}"))
     elif c.commit:
         bits.append(f"`{escape(short_commit(c.commit))}`")
     if c.commit_date:

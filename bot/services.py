@@ -11,6 +11,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from bot.access import AccessFile, AccessPolicy
 from bot.answering import Answerer
 from bot.recovery import Recovery
+from bot.unfurls import Unfurler
 from bot.work import BackgroundWork, every
 from foundation.settings import Settings
 from rag import Engine
@@ -40,6 +41,7 @@ class Services:
     dedupe: Dedupe
     status: Callable[[bool], Awaitable[str]]  # `/docs status`; True: with the details admins see
     tokens: McpTokens  # personal tokens for AI agents (`/docs token`, agents/http.py)
+    unfurler: Unfurler  # docs links pasted in Slack (bot/unfurls.py)
     run_sync: SyncCommand | None = None
     recovery: Recovery | None = None  # ends the placeholders of a process that died (bot.serve runs it)
     state_file: FileWatch | None = None  # a SQLite state file deleted while in use is restored (readiness)

@@ -58,6 +58,8 @@ class SlackMethods:
         self.messages: dict[str, list[dict[str, Any]]] = {cid: [] for cid in workspace.channels}
         self.assistant_threads: dict[tuple[str, str], dict[str, Any]] = {}  # status, prompts, title
         self.home_tabs: dict[str, dict[str, Any]] = {}  # the Home tab published for each user
+        # chat.unfurl's cards, by (channel, ts) of a posted message or ("composer", unfurl_id)
+        self.unfurls: dict[tuple[str, str], dict[str, Any]] = {}
         self._ts = itertools.count(1)
 
     # -- what people do (not through the API) ------------------------------------------------------
@@ -190,6 +192,29 @@ class SlackMethods:
         if channel is None or not channel.get("is_im") or not p.get("thread_ts"):
             return {"ok": False, "error": "channel_not_found" if channel is None else "invalid_arguments"}
         self.assistant_threads.setdefault((p["channel_id"], p["thread_ts"]), {})[key] = value
+        return {"ok": True}
+
+    def _chat_unfurl(self, p: dict[str, Any]) -> dict[str, Any]:
+        """Cards for the links of a posted message (`channel` and `ts`: each URL must be in it) or
+        of one still in the composer (`unfurl_id` and `source`)."""
+        unfurls = p.get("unfurls")
+        unfurls = json.loads(unfurls) if isinstance(unfurls, str) else unfurls
+        if not isinstance(unfurls, dict) or not unfurls:
+            return {"ok": False, "error": "invalid_arguments"}
+        if any(blocks_error({"blocks": u.get("blocks") or []}) for u in unfurls.values()):
+            return {"ok": False, "error": "invalid_blocks"}
+        if p.get("unfurl_id") and p.get("source") == "composer":
+            self.unfurls[("composer", p["unfurl_id"])] = unfurls
+            return {"ok": True}
+        if not p.get("channel") or not p.get("ts"):
+            return {"ok": False, "error": "invalid_arguments"}
+        message = self._message(p["channel"], p["ts"])
+        if message is None:
+            return {"ok": False, "error": "cannot_find_channel" if p["channel"] not in self.messages
+                    else "cannot_unfurl_message"}
+        if any(url not in message["text"] for url in unfurls):
+            return {"ok": False, "error": "cannot_unfurl_url"}
+        self.unfurls[(p["channel"], p["ts"])] = unfurls
         return {"ok": True}
 
     def _views_publish(self, p: dict[str, Any]) -> dict[str, Any]:
