@@ -32,6 +32,7 @@ ASK_FORM = "docs_ask"
 QUESTION_INPUT = "question"
 
 THINKING = "Looking through the docs…"
+WORKING = "Working on it…"  # the text of a slow answer's placeholder showing its plan (bot/plan.py)
 SOURCES = "*Sources*"
 # Under a not-sure reply (Answer.confidence): the passage is the closest the docs hold, not a sure answer.
 NOT_SURE_CONTEXT = ("⚠️ Not a sure answer: this is the closest passage in the docs, quoted as written. "
@@ -90,8 +91,8 @@ def in_line(ahead: int) -> str:
 
 
 def is_placeholder(text: str) -> bool:
-    """A placeholder of ours (thinking, or a place in line): not part of a thread's history."""
-    return text == THINKING or text.startswith(IN_LINE[:14])
+    """A placeholder of ours (thinking, a plan, or a place in line): not part of a thread's history."""
+    return text in (THINKING, WORKING) or text.startswith(IN_LINE[:14])
 
 
 def button(label: str, action_id: str, value: str, style: str | None = None) -> Block:

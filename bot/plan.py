@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from bot.blocks import WORKING
 from rag import Step
 
 PLAN_AFTER_S = 2.0
@@ -68,7 +69,7 @@ class Plan:
 
     def _show_now(self) -> None:
         block = plan_block(TITLE_WORKING, list(self._steps.values()))
-        self._show({"text": TITLE_WORKING + "…", "blocks": [block]}, json.dumps(block, sort_keys=True))
+        self._show({"text": WORKING, "blocks": [block]}, json.dumps(block, sort_keys=True))
 
 
 def plan_block(title: str, steps: list[Step]) -> dict[str, Any]:

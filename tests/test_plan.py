@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.blocks import WORKING
+from bot.conversation import history_of
 from bot.local import demo
 from bot.local.harness import local_slack
 from bot.local.standin import visible_text
@@ -102,3 +104,8 @@ async def test_the_embedded_answerer_answers_the_dev_suites_docs_well_within_the
         await sample_engine.ask(row["question"], Level[row.get("level") or "restricted"])
         took.append(time.perf_counter() - started)
     assert len(took) == 77 and max(took) < PLAN_AFTER_S / 4, sorted(took)[-3:]
+
+
+def test_a_placeholder_showing_a_plan_is_no_turn_of_the_thread() -> None:
+    placeholder = {"ts": "1.000002", "user": "U_DOCSBOT", "text": WORKING}
+    assert history_of([placeholder], "2.000001", "U_DOCSBOT") == []
