@@ -79,6 +79,14 @@ class Question:
     thread_ts: str | None  # root of the thread the answer goes in; None: top level (a DM)
     history: History = field(default_factory=list)
     team: str = ""  # the asker's workspace (a streamed reply names its recipient)
+    # The channel the asker looks at in docsbot's agent view (bot/agent_view.py): the answer, in
+    # their DM, is for that channel's readers and scope. "": the conversation's own.
+    viewing: str = ""
+
+    @property
+    def readers(self) -> str:
+        """The conversation whose readers (and scope) the answer is for."""
+        return self.viewing or self.channel
 
 
 class Answerer:
@@ -221,6 +229,8 @@ class Answerer:
         answer_id = telemetry.answer_id()
         message = with_plan(blocks.answer_message(answer, answer_id, native_feedback=panel,
                                                   pages=site_pages(self.engine.config.links)), plan.finished())
+        if q.viewing:
+            message = blocks.answered_for(message, q.viewing)
         ts = await stream.finish(message) if stream.started else None
         if ts is not None:
             await self._end(placeholder, None, tell)
@@ -277,7 +287,7 @@ class Answerer:
 
     async def _audience_now(self, q: Question, asker: Level) -> Audience:
         await self.directory.follow_changes()
-        return await self.directory.audience(q.channel, asker)
+        return await self.directory.audience(q.readers, asker)
 
     async def _fail(self, placeholder: Placeholder, stream: StreamedReply, tell: Tell) -> None:
         await stream.abandon()
@@ -332,7 +342,7 @@ class Answerer:
         asker = await self.directory.user_level(q.user)
         if asker is None:
             return None
-        return asker, PANEL if panel else await self.directory.audience(q.channel, asker)
+        return asker, PANEL if panel else await self.directory.audience(q.readers, asker)
 
     async def _admitted(self, user: str, tell: Tell) -> tuple[bool, bool]:
         """(admitted, whether the state database answered): the per-user limit, shared by all
@@ -359,7 +369,7 @@ class Answerer:
         the asker's level, when the conversation's is lower (what decides the DM offer is counted
         up to it: rag/engine.py)."""
         language = await self.directory.user_language(q.user)
-        scope = self.directory.policy.rules(q.channel).scope  # a channel's part of the docs (bot/channel_rules.py)
+        scope = self.directory.policy.rules(q.readers).scope  # a channel's part of the docs (bot/channel_rules.py)
         answer = await self.engine.ask(q.text, level, q.history, on_text=on_text, language=language, scope=scope,
                                        asker=asker, on_step=on_step)
         if answer.abstain_reason:
@@ -375,7 +385,8 @@ class Answerer:
             await self.answer_log.record(
                 answer, asker=q.user, asker_level=asker.name, audience_level=audience.name, channel=q.channel,
                 message_ts=ts, thread_ts=q.thread_ts, history=q.history, index_commit=answer.index_commit,
-                answer_id=answer_id, public_channel=public_channel,
+                # asked in a DM, whatever channel its asker viewed: never public
+                answer_id=answer_id, public_channel=public_channel and not q.viewing,
             )
         except StateUnavailable as exc:
             log.warning("could not log answer %s: %s", answer_id, exc)
@@ -399,7 +410,9 @@ class Answerer:
             log.warning("docsbot's message in %s was not recorded in its thread: %s", channel, exc)
 
     async def _offer_dm(self, q: Question, answer_id: str, audience: Audience) -> None:
-        reason = f"This is {audience.reason}: not everyone here may read all the docs you can."
+        reason = (f"I answered for <#{q.viewing}>, the channel you're looking at: not everyone there may read all "
+                  "the docs you can." if q.viewing else
+                  f"This is {audience.reason}: not everyone here may read all the docs you can.")
         await ephemeral(self.client, q.channel, q.user, q.thread_ts).reply(blocks.dm_offer(answer_id, reason))
 
     # -- the placeholder: shown (posted, then updated) and ended in one place each -----------------

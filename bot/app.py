@@ -34,6 +34,7 @@ from bot.telemetry import ObservedWebClient, request_kind, slack_request
 from bot.work import BackgroundWork
 from foundation.settings import Settings
 from rag import Engine, bulk_threads
+from state.agent_views import AgentViews
 from state.answers import AnswerLog
 from state.threads import ThreadRecord
 from state.audience import AudienceChanges
@@ -113,6 +114,7 @@ def build_bot(
         status=lambda details: status_text(engine.store, state, details),
         tokens=McpTokens(state, settings.mcp_token_days),
         unfurler=Unfurler(engine, settings.review_days),
+        agent_views=AgentViews(state),
         run_sync=run_sync,
         recovery=Recovery(client, journal),
         state_file=FileWatch.of(state),

@@ -204,6 +204,14 @@ def answer_body(answer: Answer, pages: Pages | None = None) -> str:
     return escape(abstention_text(answer))
 
 
+def answered_for(message: dict[str, Any], channel: str) -> dict[str, Any]:
+    """An answer in docsbot's agent view given for the channel its asker looks at: a context line
+    (above its feedback controls) says so."""
+    note = {"type": "context", "elements": [{"type": "mrkdwn", "text": (
+        f"Answered for <#{channel}>, the channel you're looking at: from its docs, at what its readers may read.")}]}
+    return {**message, "blocks": [*message["blocks"][:-1], note, message["blocks"][-1]]}
+
+
 def after_text(message: dict[str, Any]) -> list[Block]:
     """The blocks of an answer message besides its text (its plan, sources, feedback): what a
     streamed answer gets when it stops."""

@@ -15,6 +15,7 @@ from bot.unfurls import Unfurler
 from bot.work import BackgroundWork, every
 from foundation.settings import Settings
 from rag import Engine
+from state.agent_views import AgentViews
 from state.answers import AnswerLog
 from state.db import StateUnavailable
 from state.dedupe import Dedupe
@@ -42,6 +43,7 @@ class Services:
     status: Callable[[bool], Awaitable[str]]  # `/docs status`; True: with the details admins see
     tokens: McpTokens  # personal tokens for AI agents (`/docs token`, agents/http.py)
     unfurler: Unfurler  # docs links pasted in Slack (bot/unfurls.py)
+    agent_views: AgentViews  # what each person looks at in docsbot's agent view (bot/agent_view.py)
     run_sync: SyncCommand | None = None
     recovery: Recovery | None = None  # ends the placeholders of a process that died (bot.serve runs it)
     state_file: FileWatch | None = None  # a SQLite state file deleted while in use is restored (readiness)
@@ -85,6 +87,7 @@ class Services:
         try:
             answers, keys = await self.answer_log.prune(), await self.dedupe.prune()
             await self.threads.prune()
+            await self.agent_views.prune()
             if self.recovery is not None:
                 await self.recovery.journal.prune()
         except StateUnavailable as exc:

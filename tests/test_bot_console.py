@@ -75,6 +75,12 @@ async def test_every_surface_is_reachable_from_the_console(
         await console.handle(":react -1")
         shown = capsys.readouterr().out
         assert "bob reacted :-1:" in shown and "Thanks for the 👎" in shown, shown
+        await console.handle(":channel general")
+        await console.handle(":agent")  # the agent view, looking at #general
+        assert "agent view, looking at #general" in capsys.readouterr().out
+        await console.handle("how do I roll back a bad deploy?")  # a team page: not for #general's readers
+        shown = capsys.readouterr().out
+        assert "docsbot → DM with bob" in shown and "Answered for" in shown and "Rollback ›" not in shown, shown
 
 
 def test_the_console_is_not_rate_limited_in_normal_use(tmp_path: Path) -> None:

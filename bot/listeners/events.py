@@ -11,7 +11,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import followups, surfaces, threads
+from bot import agent_view, followups, surfaces, threads
 from bot.answering import NotInChannel, Question, ThreadReader
 from bot.conversation import question_text, thread_history
 from bot.notes import ephemeral
@@ -87,7 +87,9 @@ async def _answer(
         thread = partial(thread_history, client, services.threads, channel, root, event["ts"], bot_user_id)
     try:
         team = event.get("user_team") or event.get("team") or ""
-        await services.answerer.answer_in_conversation(Question(text, user, channel, root, team=team), tell,
-                                                       way_in, thread)
+        # a DM answers for the channel its asker looks at in docsbot's agent view, if any
+        viewing = await agent_view.viewing(services, user) if event.get("channel_type") == "im" else ""
+        await services.answerer.answer_in_conversation(Question(text, user, channel, root, team=team, viewing=viewing),
+                                                       tell, way_in, thread)
     except NotInChannel as exc:
         log.warning("cannot post in %s (%s)", channel, exc)

@@ -60,6 +60,7 @@ class SlackMethods:
         self.home_tabs: dict[str, dict[str, Any]] = {}  # the Home tab published for each user
         # chat.unfurl's cards, by (channel, ts) of a posted message or ("composer", unfurl_id)
         self.unfurls: dict[tuple[str, str], dict[str, Any]] = {}
+        self.manifests: dict[str, dict[str, Any]] = {}  # each installed app's manifest, by app id
         self._ts = itertools.count(1)
 
     # -- what people do (not through the API) ------------------------------------------------------
@@ -174,7 +175,8 @@ class SlackMethods:
         message.update(streaming=False, blocks=p.get("blocks") or [])
         return {"ok": True, "channel": p["channel"], "ts": p["ts"], "message": message}
 
-    # The assistant panel: what the bot set on each thread, by (channel, thread_ts).
+    # The assistant panel: what the bot set on each thread, by (channel, thread_ts); the agent
+    # view's DM takes suggested prompts for the DM itself, without a thread (thread_ts "").
     def _assistant_threads_setStatus(self, p: dict[str, Any]) -> dict[str, Any]:
         return self._assistant_thread(p, "status", p.get("status", ""))
 
@@ -182,16 +184,17 @@ class SlackMethods:
         prompts = p["prompts"] if isinstance(p["prompts"], list) else json.loads(p["prompts"])
         if not 1 <= len(prompts) <= 4 or not all(pr.get("title") and pr.get("message") for pr in prompts):
             return {"ok": False, "error": "invalid_arguments"}
-        return self._assistant_thread(p, "prompts", prompts)
+        return self._assistant_thread(p, "prompts", prompts, thread_optional=True)
 
     def _assistant_threads_setTitle(self, p: dict[str, Any]) -> dict[str, Any]:
         return self._assistant_thread(p, "title", p["title"])
 
-    def _assistant_thread(self, p: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    def _assistant_thread(self, p: dict[str, Any], key: str, value: Any, thread_optional: bool = False
+                          ) -> dict[str, Any]:
         channel = self.workspace.channels.get(p["channel_id"])
-        if channel is None or not channel.get("is_im") or not p.get("thread_ts"):
+        if channel is None or not channel.get("is_im") or not (p.get("thread_ts") or thread_optional):
             return {"ok": False, "error": "channel_not_found" if channel is None else "invalid_arguments"}
-        self.assistant_threads.setdefault((p["channel_id"], p["thread_ts"]), {})[key] = value
+        self.assistant_threads.setdefault((p["channel_id"], p.get("thread_ts") or ""), {})[key] = value
         return {"ok": True}
 
     def _chat_unfurl(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -216,6 +219,10 @@ class SlackMethods:
             return {"ok": False, "error": "cannot_unfurl_url"}
         self.unfurls[(p["channel"], p["ts"])] = unfurls
         return {"ok": True}
+
+    def _apps_manifest_export(self, p: dict[str, Any]) -> dict[str, Any]:
+        manifest = self.manifests.get(p.get("app_id", ""))
+        return {"ok": True, "manifest": manifest} if manifest is not None else {"ok": False, "error": "app_not_found"}
 
     def _views_publish(self, p: dict[str, Any]) -> dict[str, Any]:
         view = p["view"] if isinstance(p["view"], dict) else json.loads(p["view"])

@@ -63,6 +63,7 @@ class SlackStandIn(SlackMethods):
         self.responses: list[dict[str, Any]] = []  # payloads posted to response URLs
         self.failures: dict[str, list[Failure]] = {}
         self.scopes: list[str] = []  # sent as Slack's x-oauth-scopes header when set
+        self.config_token = ""  # what apps.manifest.* take (an app configuration token), not the bot token
         # A test looks at the world as each call lands, before the caller gets its response.
         self.on_call: Callable[[Call], Awaitable[None]] | None = None
         self.delays: dict[str, float] = {}  # seconds a method takes to answer (a slow Slack)
@@ -114,7 +115,7 @@ class SlackStandIn(SlackMethods):
         self.calls.append(call)
         if self.delays.get(method):
             await asyncio.sleep(self.delays[method])
-        if token != self.token:
+        if token != (self.config_token if method.startswith("apps.manifest.") else self.token):
             return web.json_response({"ok": False, "error": "invalid_auth"})
         if self.failures.get(method):
             failure = self.failures[method].pop(0)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from alembic import context
 
-import state.answers  # noqa: F401  (registers tables)
+import state.agent_views  # noqa: F401  (registers tables)
+import state.answers  # noqa: F401
 import state.audience  # noqa: F401
 import state.dedupe  # noqa: F401
 import state.leases  # noqa: F401
