@@ -25,6 +25,7 @@ from rag.followup import Rewriter, search_query
 from rag.freshness import citation_warning
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
+from rag.intent import Intents
 from rag.kinds import CHECKED, lacks_kind, thread_kind
 from rag.terms import coverage, question_terms
 from rag.levels import Level
@@ -52,9 +53,12 @@ class Engine:
     answerability: answerability.Model | None = None
     reranker: Reranker | None = field(default=None)
     rewriter: Rewriter | None = field(default=None)
+    # The meaning check of injections (rag/intent.py), on the engine's embedder when it is MiniLM.
+    intents: Intents | None = None
 
     def __post_init__(self) -> None:
         self.answerability = self.answerability or answerability.load(self.config.answer.answerability_file)
+        self.intents = self.intents or Intents.over(self.embedder)
         self.reranker = self.reranker or make_reranker(self.config.rerank)
         if self.rewriter is None and self.config.llm.enabled:
             self.rewriter = Rewriter(self.config.llm)
@@ -173,7 +177,10 @@ class Engine:
         if isinstance(found, Answer):
             return found
         retrieval, vector, passed = found
-        chosen = await self._select(answer, (retrieval, vector), level)
+        try:
+            chosen = await self._select(answer, (retrieval, vector), level)
+        except EmbeddingError as exc:  # the meaning check's model: no source is read unchecked
+            return _abstain(answer, "index_unavailable", str(exc), total)
         if not chosen:
             return _abstain(answer, "no_match", "every match was dropped as an injection attempt", total)
         if missing := await self._never_mentioned(question, [source for source, _ in chosen], level):
@@ -258,16 +265,20 @@ class Engine:
 
     async def _select(self, answer: Answer, found: tuple[Retrieval, np.ndarray], level: Level) -> list[_Chosen]:
         """The sources the answer is written from (the selected chunks and the rest of the top
-        page, within the context budget, injection attempts dropped), each with its chunk."""
+        page, within the context budget, injection attempts dropped: by wording or by meaning,
+        rag/prompt.py and rag/intent.py), each with its chunk."""
         retrieval, vector = found
         chosen = retrieval.selected + await self._rest_of_top_doc(retrieval, vector, level)
         page: dict[str, float] = {}  # how on-topic each page is: its best chunk's similarity
         for c in chosen:
             page[c.row["doc_path"]] = max(page.get(c.row["doc_path"], 0.0), c.similarity)
-        sources, kept, dropped = select_sources(
+        started = time.perf_counter()
+        sources, kept, dropped = await asyncio.to_thread(  # the meaning check embeds sentences: CPU-bound
+            select_sources,
             [(c.row["title"], c.row["section"], c.row["text"], page[c.row["doc_path"]]) for c in chosen],
-            self.config.answer.context_budget_chars,
+            self.config.answer.context_budget_chars, self.intents,
         )
+        answer.diagnostics.timings_ms["sources_ms"] = _ms(started)
         chosen = [chosen[i] for i in kept]
         answer.diagnostics.injections_dropped = dropped
         answer.diagnostics.selected = len(sources)
