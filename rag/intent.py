@@ -22,8 +22,10 @@ only for the sentences it is the first to bring into the prompt.
 """
 from __future__ import annotations
 
+import functools
 import re
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,7 +40,9 @@ from rag.prompt import folded
 THRESHOLD = 0.62  # cosine similarity to the nearest injection exemplar, at least
 MARGIN = 0.15  # over the nearest ordinary sentence, at least
 
-# A sentence ends at a line break or after . ! ? ; followed by a space.
+# A sentence ends at a line break or after . ! ? ; followed by a space; a line that goes on in lower
+# case after no such mark is the same sentence, wrapped (Markdown sources are often hard-wrapped).
+_SOFT_WRAP = re.compile(r"(?<=[^\s.!?:;|])[ \t]*\n[ \t]*(?=[a-z(])")
 _SPLIT = re.compile(r"\n+|(?<=[.!?;])\s+(?=\S)")
 _MARKUP = re.compile(r"^[\s>*#|`_+\-\d.)]+")  # list markers, quote marks, table bars, heading marks
 _WORD = re.compile(r"[^\W\d_]{2,}")
@@ -68,7 +72,7 @@ def sentences(text: str) -> list[str]:
     """The sentences of `text` that the check reads: split at line breaks and sentence ends,
     without leading markup, at least MIN_WORDS words each as embedded (see `plain`)."""
     found = []
-    for piece in _SPLIT.split(text):
+    for piece in _SPLIT.split(_SOFT_WRAP.sub(" ", text)):
         sentence = _MARKUP.sub("", piece).strip()
         if len(_WORD.findall(plain(sentence))) >= MIN_WORDS:  # a link's address is no words
             found.append(sentence)
@@ -81,9 +85,17 @@ class Verdict:
     nearest: float  # cosine similarity to it
     ordinary: float  # to the nearest ordinary sentence
 
-    @property
-    def flagged(self) -> bool:
-        return self.nearest >= THRESHOLD and self.nearest - self.ordinary >= MARGIN
+    def flagged(self, threshold: float = THRESHOLD, margin: float = MARGIN) -> bool:
+        return self.nearest >= threshold and self.nearest - self.ordinary >= margin
+
+
+_SHARED: "weakref.WeakKeyDictionary[Embedder, Intents]" = weakref.WeakKeyDictionary()
+_SHARING = threading.Lock()
+
+
+@functools.cache
+def _own_model() -> LocalMiniLM:
+    return LocalMiniLM(lazy=True)
 
 
 class Intents:
@@ -101,10 +113,15 @@ class Intents:
     def over(cls, embedder: Embedder) -> "Intents":
         """The check on the engine's embedder when it is the model THRESHOLD and MARGIN were
         chosen on, else on a local MiniLM of its own (loaded on its first use): another model's
-        similarities are on another scale."""
-        if embedder.name == LocalMiniLM.name and embedder.dim == LocalMiniLM.dim:
-            return cls(embedder)
-        return cls(LocalMiniLM(lazy=True))
+        similarities are on another scale. One check per model, shared by the engines on it: a
+        sentence is embedded once per process."""
+        mini = embedder.name == LocalMiniLM.name and embedder.dim == LocalMiniLM.dim
+        model = embedder if mini else _own_model()
+        with _SHARING:
+            check = _SHARED.get(model)
+            if check is None:
+                check = _SHARED[model] = cls(model)
+            return check
 
     def injected(self, texts: Sequence[str]) -> list[bool]:
         """Whether each text has a sentence that reads as an injection."""
@@ -112,7 +129,7 @@ class Intents:
         verdicts = self.verdicts([s for parts in split for s in parts])
         flags, at = [], 0
         for parts in split:
-            flags.append(any(v.flagged for v in verdicts[at:at + len(parts)]))
+            flags.append(any(v.flagged() for v in verdicts[at:at + len(parts)]))
             at += len(parts)
         return flags
 

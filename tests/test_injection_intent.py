@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from eval.__main__ import main as eval_main
 from rag import Intents, LocalMiniLM, looks_injected
 from rag.prompt import select_sources
 
@@ -57,3 +58,14 @@ def test_only_the_passages_that_reach_the_prompt_are_read_and_each_sentence_once
     assert intents.embedded == 3  # the two sentences of the first passage and the second's one
     select_sources(passages, 600, intents)
     assert intents.embedded == 3  # the next question over the same passages embeds nothing
+
+
+def test_the_eval_command_scores_every_fixture(tmp_path: Path, intents: Intents) -> None:
+    """`python -m eval intents` without the corpora and the latency: each fixture's texts, and as
+    many flagged as the check flags."""
+    out = tmp_path / "intents.json"
+    assert eval_main(["intents", "--skip", "corpora", "--skip", "latency", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())["paraphrases"]
+    for name in ("paraphrases.jsonl", "heldout.jsonl", "ordinary.jsonl"):
+        figures = report[name.removesuffix(".jsonl")]
+        assert (figures["texts"], figures["flagged"]) == (len(texts(name)), sum(intents.injected(texts(name))))
