@@ -19,6 +19,7 @@ COMMANDS = {
     "candidates": ("eval.feedback_cli", "thumbs-down answers grouped by likely cause"),
     "promote": ("eval.feedback_cli", "turn a candidate into a golden-set case"),
     "reject": ("eval.feedback_cli", "dismiss a candidate"),
+    "intents": ("eval.intents", "injections found by meaning: paraphrase recall, flags per corpus, added latency"),
     "fuzz": ("eval.fuzz", "property-based fuzzing of documents, access files, mrkdwn, Slack endpoint, webhook"),
 }
 

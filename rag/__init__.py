@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("ChatProvider", "Description", "Failure", "MalformedReply", "ProbeFinding"),
                     "rag.providers.protocol"),
     **dict.fromkeys(("PROMPT_VERSION", "looks_injected"), "rag.prompt"),
+    "Intents": "rag.intent",
     "fences_balanced": "rag.spans",
     # configuration
     **dict.fromkeys(("AnswerConfig", "ChunkingConfig", "DocsConfig", "EmbeddingConfig", "IndexConfig", "LLMConfig",
@@ -108,6 +109,7 @@ if TYPE_CHECKING:
     from rag.providers.protocol import ChatProvider, Description, Failure, MalformedReply, ProbeFinding
     from rag.progress import hidden as hidden_progress, recording_to
     from rag.prompt import PROMPT_VERSION, looks_injected
+    from rag.intent import Intents
     from rag.rebuild import rebuild_index
     from rag.spans import fences_balanced
     from rag.index_summary import IndexSummary, read_summary

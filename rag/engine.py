@@ -26,6 +26,7 @@ from rag.followup import Rewriter, search_query
 from rag.freshness import citation_warning
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
+from rag.intent import Intents
 from rag.kinds import CHECKED, lacks_kind, thread_kind
 from rag.terms import coverage, question_terms, well_formed
 from rag.levels import Level
@@ -61,10 +62,13 @@ class Engine:
     rewriter: Rewriter | None = field(default=None)
     # What quotes a not-sure passage: the generator when it is the embedded answerer, else one of its own.
     quoter: ExtractiveAnswerer = field(init=False)
+    # The meaning check of injections (rag/intent.py), on the engine's embedder when it is MiniLM.
+    intents: Intents | None = None
 
     def __post_init__(self) -> None:
         self.quoter = self.generator if isinstance(self.generator, ExtractiveAnswerer) else ExtractiveAnswerer()
         self.answerability = self.answerability or answerability.load(self.config.answer.answerability_file)
+        self.intents = self.intents or Intents.over(self.embedder)
         self.reranker = self.reranker or make_reranker(self.config.rerank)
         if self.rewriter is None and self.config.llm.enabled:
             self.rewriter = Rewriter(self.config.llm)
@@ -203,7 +207,10 @@ class Engine:
         if isinstance(found, Answer):
             return found
         retrieval, vector, passed = found
-        chosen = await self._select(answer, (retrieval, vector), level)
+        try:
+            chosen = await self._select(answer, (retrieval, vector), level)
+        except EmbeddingError as exc:  # the meaning check's model: no source is read unchecked
+            return _abstain(answer, "index_unavailable", str(exc), total)
         if not chosen:
             return _abstain(answer, "no_match", "every match was dropped as an injection attempt", total)
         _read(steps, chosen, "in_progress")
@@ -331,16 +338,20 @@ class Engine:
 
     async def _select(self, answer: Answer, found: tuple[Retrieval, np.ndarray], level: Level) -> list[_Chosen]:
         """The sources the answer is written from (the selected chunks and the rest of the top
-        page, within the context budget, injection attempts dropped), each with its chunk."""
+        page, within the context budget, injection attempts dropped: by wording or by meaning,
+        rag/prompt.py and rag/intent.py), each with its chunk."""
         retrieval, vector = found
         chosen = retrieval.selected + await self._rest_of_top_doc(retrieval, vector, level)
         page: dict[str, float] = {}  # how on-topic each page is: its best chunk's similarity
         for c in chosen:
             page[c.row["doc_path"]] = max(page.get(c.row["doc_path"], 0.0), c.similarity)
-        sources, kept, dropped = select_sources(
+        started = time.perf_counter()
+        sources, kept, dropped = await asyncio.to_thread(  # the meaning check embeds sentences: CPU-bound
+            select_sources,
             [(c.row["title"], c.row["section"], c.row["text"], page[c.row["doc_path"]]) for c in chosen],
-            self.config.answer.context_budget_chars,
+            self.config.answer.context_budget_chars, self.intents,
         )
+        answer.diagnostics.timings_ms["sources_ms"] = _ms(started)
         chosen = [chosen[i] for i in kept]
         answer.diagnostics.injections_dropped = dropped
         answer.diagnostics.selected = len(sources)
