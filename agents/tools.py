@@ -7,6 +7,7 @@ word: a caller learns nothing about what it may not read, not even that it is th
 """
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -16,7 +17,7 @@ import numpy as np
 from agents import SURFACE
 from agents.untrusted import fenced, suspected
 from foundation.observability import metrics
-from rag import ABSTAIN_MESSAGES, Answer, Candidate, Citation, EmbeddingError, Engine, Level, StoreError
+from rag import ABSTAIN_MESSAGES, Answer, Candidate, Citation, EmbeddingError, Engine, Intents, Level, StoreError
 
 MAX_LIMIT = 20  # passages one search_docs returns at most
 MAX_INPUT_CHARS = 2_000  # a query, question, path or section longer than this is refused
@@ -63,8 +64,9 @@ class DocsTools:
         except (StoreError, EmbeddingError):
             raise ToolInputError(ABSTAIN_MESSAGES["index_unavailable"]) from None
         chosen += [replace(c, row=rows[c.chunk_id]) for c in more if c.chunk_id in rows]
-        return {"query": text, "level": caller.level.name, "timings_ms": timings,
-                "passages": [passage(self.engine.citation(c), c.row["text"]) for c in chosen]}
+        passages = await asyncio.to_thread(  # the meaning check embeds sentences: off the event loop
+            lambda: [passage(self.engine.citation(c), c.row["text"], intents=self.engine.intents) for c in chosen])
+        return {"query": text, "level": caller.level.name, "timings_ms": timings, "passages": passages}
 
     async def ask(self, question: str, caller: Caller) -> dict[str, Any]:
         """What `docsbot ask --json` prints for this question at the caller's level; logged
@@ -96,16 +98,19 @@ class DocsTools:
                                  + "; ".join(repr(s) for s in sections))
         first = picked[0]
         cited = self.engine.citation(Candidate(first, np.asarray(first.pop("vector", [])), 0.0, 0.0))
-        page = passage(cited, joined([row["text"] for row in picked]), *sections)
+        page = await asyncio.to_thread(passage, cited, joined([row["text"] for row in picked]), *sections,
+                                       intents=self.engine.intents)
         del page["score"]
         return {**page, "sections": sections}
 
 
-def passage(c: Citation, text: str, *headings: str) -> dict[str, Any]:
+def passage(c: Citation, text: str, *headings: str, intents: Intents | None = None) -> dict[str, Any]:
     """A chunk (or a page) as an agent receives it: marked untrusted, its text fenced, and flagged
-    when its text, title, section or `headings` read like instructions (agents/untrusted.py)."""
+    when its text, title, section or `headings` read like instructions, in words or (`intents`) in
+    meaning (agents/untrusted.py)."""
     return {"doc_path": c.doc_path, "title": c.title, "section": c.section, "untrusted": True,
-            "suspected_injection": suspected(text, c.title, c.section, *headings), "text": fenced(text),
+            "suspected_injection": suspected(text, c.title, c.section, *headings, intents=intents),
+            "text": fenced(text),
             "page_url": c.page_url, "commit_url": c.url, "version": c.version, "commit": c.commit,
             "commit_date": c.commit_date, "warning": c.warning, "score": c.score}
 

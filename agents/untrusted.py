@@ -6,14 +6,14 @@ must reach it as a quoted page, not as a request.
 So every passage and page an agent receives is marked `"untrusted": true`, its text comes
 between OPEN and CLOSE (a spelling of either inside the text is made inert: its `<` becomes `‹`,
 so the text cannot end its own quotation early), and `"suspected_injection": true` says that
-the filter that keeps such chunks out of Slack answers (rag.looks_injected) caught its text,
-title or section: the agent still sees the page, marked.
+the filter that keeps such chunks out of Slack answers (rag.looks_injected, by wording and by
+meaning) caught its text, title or section: the agent still sees the page, marked.
 """
 from __future__ import annotations
 
 import re
 
-from rag import looks_injected
+from rag import Intents, looks_injected
 
 OPEN = '<document-text untrusted="true">'
 CLOSE = "</document-text>"
@@ -29,7 +29,7 @@ def fenced(text: str) -> str:
     return f"{OPEN}\n{_TAG.sub(lambda m: '‹' + m.group()[1:], text)}\n{CLOSE}"
 
 
-def suspected(*texts: str) -> bool:
+def suspected(*texts: str, intents: Intents | None = None) -> bool:
     """Whether any of these (a chunk's text, its page's title, its section) reads like
-    instructions to an AI."""
-    return any(looks_injected(text) for text in texts)
+    instructions to an AI: by its wording, or by its meaning (`intents`, rag/intent.py)."""
+    return any(looks_injected(text, intents) for text in texts)

@@ -32,10 +32,13 @@ ASK_FORM = "docs_ask"
 QUESTION_INPUT = "question"
 
 THINKING = "Looking through the docs…"
+WORKING = "Working on it…"  # the text of a slow answer's placeholder showing its plan (bot/plan.py)
 SOURCES = "*Sources*"
 # Under a not-sure reply (Answer.confidence): the passage is the closest the docs hold, not a sure answer.
 NOT_SURE_CONTEXT = ("⚠️ Not a sure answer: this is the closest passage in the docs, quoted as written. "
                     "A 👎 tells the docs' owners it is missing.")
+# Under an answer the embedded answerer quoted because the model's could not be used (Answer.fallback).
+QUOTED_CONTEXT = "Quoted from the docs: the AI's answer could not be used this time."
 IN_LINE = "You're in line: {ahead} ahead of you. I'll answer as soon as it's your turn."
 
 Block = dict[str, Any]
@@ -90,8 +93,8 @@ def in_line(ahead: int) -> str:
 
 
 def is_placeholder(text: str) -> bool:
-    """A placeholder of ours (thinking, or a place in line): not part of a thread's history."""
-    return text == THINKING or text.startswith(IN_LINE[:14])
+    """A placeholder of ours (thinking, a plan, or a place in line): not part of a thread's history."""
+    return text in (THINKING, WORKING) or text.startswith(IN_LINE[:14])
 
 
 def button(label: str, action_id: str, value: str, style: str | None = None) -> Block:
@@ -102,7 +105,8 @@ def button(label: str, action_id: str, value: str, style: str | None = None) -> 
     return element
 
 
-def _link(url: str, label: str) -> str:
+def link(url: str, label: str) -> str:
+    """A Slack link to `url` labelled `label` (escaped already); anything but a web URL is its label."""
     if not url.startswith(("https://", "http://")):
         return label
     safe = quote(url, safe=":/?#[]@!$&'()*+,;=%~")  # spaces, controls, <, > and | percent-encoded
@@ -111,7 +115,7 @@ def _link(url: str, label: str) -> str:
 
 def _where(c: Citation) -> str:
     """The section's name, linked to its page on the docs site, else to the commit permalink."""
-    return _link(c.page_url or c.url, escape(f"{c.title} › {c.section}" if c.section else c.title))
+    return link(c.page_url or c.url, escape(f"{c.title} › {c.section}" if c.section else c.title))
 
 
 def citation_line(c: Citation) -> str:
@@ -125,7 +129,7 @@ def citation_line(c: Citation) -> str:
     if c.version:
         bits.append(f"v{escape(c.version)}")
     if c.commit and c.page_url and c.url.startswith(("https://", "http://")):
-        bits.append(_link(c.url, f"commit {escape(short_commit(c.commit))}"))
+        bits.append(link(c.url, f"commit {escape(short_commit(c.commit))}"))
     elif c.commit:
         bits.append(f"`{escape(short_commit(c.commit))}`")
     if c.commit_date:
@@ -134,21 +138,12 @@ def citation_line(c: Citation) -> str:
 
 
 def abstention_text(answer: Answer) -> str:
-    """Why there is no answer, in plain words, with when to try again if the AI service is down."""
+    """Why there is no answer, in plain words, with when to try again if the index is not ready
+    (an AI service that is down is no abstention: the docs are quoted instead, rag/engine.py)."""
     text = answer.answer
-    if answer.abstain_reason == "provider_error":
-        wait = answer.retry_after
-        text += f" Please try again in about {_duration(wait)}." if wait else " Please try again in a few minutes."
-    elif answer.abstain_reason == "index_unavailable":
+    if answer.abstain_reason == "index_unavailable":
         text += " Please try again in a few minutes."
     return text
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(1, round(seconds))
-    if seconds < 90:
-        return f"{seconds} seconds"
-    return f"{round(seconds / 60)} minutes"
 
 
 def feedback(answer_id: str) -> Block:
@@ -182,8 +177,10 @@ def answer_message(
     if answer.citations:  # an answer's sources, or the page of a not-sure passage
         lines = [citation_line(c) for c in answer.citations[:MAX_CITATIONS]]
         blocks.extend(section(piece, verbatim=True) for piece in split_text(SOURCES + "\n" + "\n".join(lines)))
-    if answer.confidence == "not_sure":
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": NOT_SURE_CONTEXT}]})
+    notes = [NOT_SURE_CONTEXT] if answer.confidence == "not_sure" else []
+    if answer.fallback:
+        notes.append(QUOTED_CONTEXT)
+    blocks.extend({"type": "context", "elements": [{"type": "mrkdwn", "text": note}]} for note in notes)
     if answer.scope_note:  # a channel's scope (rag/scope.py): the answer came from outside it, or there was none
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": escape(answer.scope_note)}]})
     blocks.append(native_feedback_buttons(answer_id) if native_feedback else feedback(answer_id))
@@ -202,13 +199,22 @@ def answer_body(answer: Answer, pages: Pages | None = None) -> str:
     return escape(abstention_text(answer))
 
 
+def answered_for(message: dict[str, Any], channel: str) -> dict[str, Any]:
+    """An answer in docsbot's agent view given for the channel its asker looks at: a context line
+    (above its feedback controls) says so."""
+    note = {"type": "context", "elements": [{"type": "mrkdwn", "text": (
+        f"Answered for <#{channel}>, the channel you're looking at: from its docs, at what its readers may read.")}]}
+    return {**message, "blocks": [*message["blocks"][:-1], note, message["blocks"][-1]]}
+
+
 def after_text(message: dict[str, Any]) -> list[Block]:
-    """The blocks of an answer message after its text (sources, feedback): what a streamed
-    answer gets when it stops."""
-    blocks = message["blocks"]
+    """The blocks of an answer message besides its text (its plan, sources, feedback): what a
+    streamed answer gets when it stops."""
+    plan = [b for b in message["blocks"] if b["type"] == "plan"]
+    blocks = [b for b in message["blocks"] if b["type"] != "plan"]
     first = next((i for i, b in enumerate(blocks) if b["type"] != "section" or b["text"]["text"].startswith(SOURCES)),
                  len(blocks))
-    return blocks[first:]
+    return plan + blocks[first:]
 
 
 def notice(text: str, echoes_user: bool = False) -> dict[str, Any]:

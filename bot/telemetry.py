@@ -71,7 +71,10 @@ def answered(surface: str, answer: Answer, message_ts: str) -> None:
     count it with its stage timings, and log what retrieval and generation did."""
     diag = answer.diagnostics
     metrics.observe_answer(surface, answer.answered, answer.abstain_reason, diag.timings_ms)
-    log.info("answered" if answer.answered else "abstained", extra={
+    said = "answered" if answer.answered else "abstained"
+    if answer.fallback:  # the model's answer could not be used: why, never its text (rag/engine.py)
+        said += f" (the docs quoted instead: {answer.fallback})"
+    log.info(said, extra={
         "surface": surface, "reason": answer.abstain_reason or "", "detail": _detail(answer),
         "message_ts": message_ts, "candidates": diag.candidates, "passed_threshold": diag.passed_threshold,
         "best_similarity": diag.best_similarity, "blocked": diag.blocked,

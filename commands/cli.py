@@ -55,6 +55,8 @@ def print_index(stats: IndexStats, as_json: bool, settings: Settings, docs: Path
 
 def render_answer(answer_json: dict) -> str:
     lines = [answer_json["answer"]]
+    if answer_json.get("fallback"):
+        lines.append("(quoted from the docs: the AI's answer could not be used this time)")
     near = answer_json.get("near_miss")
     listed = [("closest", near)] if near else [(f"[{c['n']}]", c) for c in answer_json["citations"]]
     for mark, c in listed:
@@ -126,13 +128,13 @@ def no_access_here(level: Level) -> str:
 
 
 # `docsbot ask`'s exit status, by abstention reason; shown by `docsbot ask --help`.
-ASK_EXIT = {"provider_error": 3, "index_unavailable": 2}
+ASK_EXIT = {"index_unavailable": 2}
 ASK_CODES = """exit status:
-  0  answered
-  1  declined: nothing in the docs covers it, the documents that do are above --level, or the
-     answer could not be backed by citations
-  2  error: bad usage or configuration, or the index is missing or cannot be read
-  3  the AI service (OPENAI_BASE_URL) failed: try again later"""
+  0  answered (when the AI service failed or its citations did not check out, the docs are quoted
+     instead: `fallback` in --json says why)
+  1  declined or not sure: nothing in the docs covers it, the documents that do are above --level,
+     or only the closest passage is shown
+  2  error: bad usage or configuration, or the index is missing or cannot be read"""
 
 
 def unavailable(question: str, level: Level, detail: str) -> Answer:

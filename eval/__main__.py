@@ -20,6 +20,7 @@ COMMANDS = {
     "promote": ("eval.feedback_cli", "turn a candidate into a golden-set case"),
     "reject": ("eval.feedback_cli", "dismiss a candidate"),
     "llm-server": ("eval.llm_server", "build (once) and install the llama.cpp server and model `make eval-llm` uses"),
+    "intents": ("eval.intents", "injections found by meaning: paraphrase recall, flags per corpus, added latency"),
     "fuzz": ("eval.fuzz", "property-based fuzzing of documents, access files, mrkdwn, Slack endpoint, webhook"),
 }
 

@@ -81,12 +81,16 @@ class Answer:
     # passage quoted and cited, `answered` false: still a gap to fill) or "declined" (nothing shown
     # but the near miss, if any).
     confidence: str = "declined"
+    # Why the model's answer was not used and the docs were quoted instead ("provider_error": it
+    # failed or ran out of time; "invalid_citations": its citations did not check out); "" else.
+    fallback: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "answer": self.answer,
             "answered": self.answered,
             "confidence": self.confidence,
+            "fallback": self.fallback,
             "abstain_reason": self.abstain_reason,
             "citations": [_public(c) for c in self.citations],
             # `blocked` is never shown: it tells of documents above the reader's level (rag/engine.py)

@@ -18,7 +18,7 @@ from opentelemetry import trace
 
 from rag.answer import ABSTAIN_MESSAGES, NOT_SURE_LEAD, Answer, Citation, Diagnostics
 from rag import answerability
-from rag.check import StreamGate, check_answer, links_in, renumber, without_foreign_links
+from rag.check import Checked, StreamGate, check_answer, links_in, renumber, without_foreign_links
 from rag.config import RagConfig
 from rag.embeddings import Embedder, EmbeddingError, make_embedder
 from rag.extractive import ExtractiveAnswerer
@@ -26,8 +26,9 @@ from rag.followup import Rewriter, search_query
 from rag.freshness import citation_warning
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
+from rag.intent import Intents
 from rag.kinds import CHECKED, lacks_kind, thread_kind
-from rag.terms import coverage, question_terms
+from rag.terms import coverage, question_terms, well_formed
 from rag.levels import Level
 from rag.mentions import unmentioned
 from rag.owners import Ownership, front_matter_of
@@ -36,11 +37,17 @@ from rag.sourcing import span_sources
 from rag.rerank import Reranker, make_reranker
 from rag.retrieval import Candidate, Languages, Mode, Retrieval, languages_for, retrieve
 from rag.scope import FALLS_BACK, Scope, documents_in
+from rag.answer_steps import StepSink, StepStatus, checking, reading, searching
 from rag.store import Index, StoreError, open_index
 
 History = Sequence[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
 _Chosen = tuple[Source, Candidate]  # a source the answer is written from, and the chunk it is
 _TRACER = trace.get_tracer(__name__)
+_READ_STEPS = 3  # pages named in "reading <page>" steps
+
+
+def _unseen(_step: object) -> None:
+    """The step sink of a caller that shows no steps."""
 
 
 @dataclass
@@ -55,10 +62,13 @@ class Engine:
     rewriter: Rewriter | None = field(default=None)
     # What quotes a not-sure passage: the generator when it is the embedded answerer, else one of its own.
     quoter: ExtractiveAnswerer = field(init=False)
+    # The meaning check of injections (rag/intent.py), on the engine's embedder when it is MiniLM.
+    intents: Intents | None = None
 
     def __post_init__(self) -> None:
         self.quoter = self.generator if isinstance(self.generator, ExtractiveAnswerer) else ExtractiveAnswerer()
         self.answerability = self.answerability or answerability.load(self.config.answer.answerability_file)
+        self.intents = self.intents or Intents.over(self.embedder)
         self.reranker = self.reranker or make_reranker(self.config.rerank)
         if self.rewriter is None and self.config.llm.enabled:
             self.rewriter = Rewriter(self.config.llm)
@@ -98,6 +108,7 @@ class Engine:
         `language`: the asker's ("ja"; "" unknown): on docs in several languages each page is
         taken in it where the page has it, else in the docs' default language (rag/retrieval.py).
         `within`: only these documents are searched (a channel's scope, rag/scope.py)."""
+        question, history = well_formed(question), [(speaker, well_formed(text)) for speaker, text in history]
         timings: dict[str, float] = {}
         started = time.perf_counter()
         query_text = await self.search_query(question, history)
@@ -173,7 +184,8 @@ class Engine:
         return rest
 
     async def ask(self, question: str, level: Level, history: History = (), on_text: TextSink | None = None,
-                  language: str = "", scope: Scope | None = None, asker: Level | None = None) -> Answer:
+                  language: str = "", scope: Scope | None = None, asker: Level | None = None,
+                  on_step: StepSink | None = None) -> Answer:
         """Answer at `level`, from the docs in the asker's `language` where a page has it (see
         `search`), searching a channel's `scope` first (rag/scope.py). Never raises for a bad index
         or provider: those become abstentions. `asker`: the asker's own level when others read the
@@ -183,30 +195,55 @@ class Engine:
         `on_text` gets the generated text as it streams, through a StreamGate: from the first
         citation that names a given source, with links the sources do not contain removed (the
         citation check still decides what the returned Answer says). An answer never links to a
-        URL its sources do not contain."""
-        turns = list(history)
+        URL its sources do not contain.
+
+        `on_step` hears each step as it starts and ends (rag/answer_steps.py): searching the docs, reading
+        the pages the answer is written from, checking the citations."""
+        steps = on_step or _unseen
+        question, turns = well_formed(question), [(speaker, well_formed(text)) for speaker, text in history]
         total = time.perf_counter()
         levels = (level, self._ceiling(level, asker))
-        answer, found = await self._retrieve_in_scope(question, levels, turns, total, language, scope)
+        answer, found = await self._retrieve_in_scope(question, levels, turns, total, language, scope, steps)
         if isinstance(found, Answer):
             return found
         retrieval, vector, passed = found
-        chosen = await self._select(answer, (retrieval, vector), level)
+        try:
+            chosen = await self._select(answer, (retrieval, vector), level)
+        except EmbeddingError as exc:  # the meaning check's model: no source is read unchecked
+            return _abstain(answer, "index_unavailable", str(exc), total)
         if not chosen:
             return _abstain(answer, "no_match", "every match was dropped as an injection attempt", total)
+        _read(steps, chosen, "in_progress")
         if missing := await self._never_mentioned(question, [source for source, _ in chosen], level):
+            _read(steps, chosen, "complete")
             _abstain(answer, "no_match", f"the docs never mention {', '.join(missing)}", total)
             return _near_miss(answer, retrieval.selected, self.config.answer.review_days)
         doubt = f"answerability {answer.diagnostics.answerability:.2f} below the threshold"
         if passed or thread_kind(question, turns) in CHECKED:
-            checked = await self._generate_and_check(answer, chosen, turns, on_text, total)
+            checked = await self._generate_and_check(answer, chosen, turns, on_text, total, steps)
+            if checked.abstain_reason in MODEL_FAILED and self.generator is not self.quoter:
+                checked = self._quoted(checked, chosen, turns, total)  # the docs' own words instead
             if checked.answered and (passed or _holds_value(question, turns, checked.answer)):
                 return checked
-            if passed and checked.abstain_reason != "declined":
-                return checked  # the model failed, or its citations did not check out: said as such
             doubt = ("the answerer found no passage that holds what was asked" if passed
                      else f"{doubt}, and no quote holds the value asked")
+        _read(steps, chosen, "complete")
         return self._not_sure(answer, chosen, turns, total, doubt, retrieval.selected)
+
+    def _quoted(self, answer: Answer, chosen: list[_Chosen], turns: list[tuple[str, str]], total: float) -> Answer:
+        """The embedded answerer's quote of the same sources when the model failed (or ran out of
+        its deadline) or its citations did not check out, marked as such (`Answer.fallback`):
+        the model's text never reaches the reader (the log has its length and the reason)."""
+        failed, why = answer.abstain_reason or "", answer.detail
+        sources = [source for source, _ in chosen]
+        checked = check_answer(self.quoter.answer(answer.question, sources, turns), len(sources))
+        if checked.abstain_reason:
+            _abstain(answer, "declined", f"{failed}: {why}; no quote of the sources answers either", total)
+        else:
+            self._cite(answer, checked, [c for _, c in chosen], total)
+            answer.model = self.quoter.name
+        answer.fallback, answer.detail = failed, f"{failed}: {why}"
+        return answer
 
     def _not_sure(self, answer: Answer, chosen: list[_Chosen], turns: list[tuple[str, str]], total: float,
                   doubt: str, selected: list[Candidate]) -> Answer:
@@ -214,23 +251,19 @@ class Engine:
         them: still a gap, `answered` false); a decline naming the near miss when no passage
         shares a word with the question. Always the embedded answerer's quote, whatever writes
         the answers: a passage shown as found, never a model's guess at it."""
-        _abstain(answer, "no_match", doubt, total)
+        _abstain(answer, "no_match", f"{answer.detail}; {doubt}" if answer.fallback else doubt, total)
         sources = [source for source, _ in chosen]
         checked = check_answer(self.quoter.closest(answer.question, sources, turns), len(sources))
         if checked.abstain_reason:
             return _near_miss(answer, selected, self.config.answer.review_days)
-        text, order = renumber(checked.text, checked.cited, len(sources))
-        cited = [chosen[i][1] for i in order][:len(checked.cited)]
-        review_days = self.config.answer.review_days
-        answer.answer = f"{NOT_SURE_LEAD}\n\n{text}"
-        answer.citations = [_citation(n, c, review_days) for n, c in enumerate(cited, 1)]
-        answer.retrieved = [_retrieved(c) for c in cited]
-        answer.confidence = "not_sure"
+        self._cite(answer, checked, [c for _, c in chosen], total)
+        answer.answer, answer.answered, answer.confidence = f"{NOT_SURE_LEAD}\n\n{answer.answer}", False, "not_sure"
+        answer.abstain_reason, answer.model = "no_match", self.quoter.name
         return answer
 
     async def _retrieve_in_scope(
         self, question: str, levels: tuple[Level, Level], turns: list[tuple[str, str]], total: float, language: str,
-        scope: Scope | None,
+        scope: Scope | None, steps: StepSink = _unseen,
     ) -> tuple[Answer, tuple[Retrieval, np.ndarray, bool] | Answer]:
         """`_retrieve_and_gate` in the scope; when nothing there passes the gate (or the gate is not
         sure of it), a `prefer` scope tries every document the reader may read and the answer says
@@ -238,7 +271,7 @@ class Engine:
         `_blocked`'s ceiling."""
         level = levels[0]
         answer = self._new_answer(question, level)
-        found = await self._retrieve_and_gate(answer, levels, turns, total, language, scope)
+        found = await self._retrieve_and_gate(answer, levels, turns, total, language, scope, steps)
         doubted = found[2] is False if isinstance(found, tuple) else found.abstain_reason in FALLS_BACK
         if scope is None or not doubted:
             return answer, found
@@ -247,14 +280,14 @@ class Engine:
             return answer, found
         answer = self._new_answer(question, level)
         answer.scope_note = scope.fallback_note()
-        return answer, await self._retrieve_and_gate(answer, levels, turns, total, language, None)
+        return answer, await self._retrieve_and_gate(answer, levels, turns, total, language, None, steps)
 
     def _new_answer(self, question: str, level: Level) -> Answer:
         return Answer(question, "", False, None, [], Diagnostics(), level.name, model=self.generator.name)
 
     async def _retrieve_and_gate(
         self, answer: Answer, levels: tuple[Level, Level], turns: list[tuple[str, str]], total: float,
-        language: str = "", scope: Scope | None = None,
+        language: str = "", scope: Scope | None = None, steps: StepSink = _unseen,
     ) -> tuple[Retrieval, np.ndarray, bool] | Answer:
         """The retrieval, the query vector and whether the answerability gate is sure of them; else
         the abstention (index unavailable, better matches above the reader's level, nothing above
@@ -265,6 +298,7 @@ class Engine:
         (`_ceiling`)."""
         level, ceiling = levels
         diag = answer.diagnostics
+        steps(searching("in_progress"))
         try:
             # A read of the meta table: off the event loop, like the query embedding.
             meta = await asyncio.to_thread(self.store.check_embedding, self.embedder.name, self.embedder.dim)
@@ -275,7 +309,9 @@ class Engine:
             diag.timings_ms.update(timings)
             blocked = await self._blocked(vector, level, ceiling, retrieval, within)
         except (StoreError, EmbeddingError) as exc:
+            steps(searching("error"))
             return _abstain(answer, "index_unavailable", str(exc), total)
+        steps(searching("complete"))
         diag.candidates = retrieval.candidates
         diag.passed_threshold = len(retrieval.passed)
         diag.best_similarity = round(retrieval.best_similarity, 4)
@@ -302,27 +338,30 @@ class Engine:
 
     async def _select(self, answer: Answer, found: tuple[Retrieval, np.ndarray], level: Level) -> list[_Chosen]:
         """The sources the answer is written from (the selected chunks and the rest of the top
-        page, within the context budget, injection attempts dropped), each with its chunk."""
+        page, within the context budget, injection attempts dropped: by wording or by meaning,
+        rag/prompt.py and rag/intent.py), each with its chunk."""
         retrieval, vector = found
         chosen = retrieval.selected + await self._rest_of_top_doc(retrieval, vector, level)
         page: dict[str, float] = {}  # how on-topic each page is: its best chunk's similarity
         for c in chosen:
             page[c.row["doc_path"]] = max(page.get(c.row["doc_path"], 0.0), c.similarity)
-        sources, kept, dropped = select_sources(
+        started = time.perf_counter()
+        sources, kept, dropped = await asyncio.to_thread(  # the meaning check embeds sentences: CPU-bound
+            select_sources,
             [(c.row["title"], c.row["section"], c.row["text"], page[c.row["doc_path"]]) for c in chosen],
-            self.config.answer.context_budget_chars,
+            self.config.answer.context_budget_chars, self.intents,
         )
+        answer.diagnostics.timings_ms["sources_ms"] = _ms(started)
         chosen = [chosen[i] for i in kept]
         answer.diagnostics.injections_dropped = dropped
         answer.diagnostics.selected = len(sources)
         answer.retrieved = [_retrieved(c) for c in chosen]
         # The extractive answerer puts a section's chunks back together in document order.
-        return [(replace(s, doc=c.row["doc_path"], ordinal=c.row["ordinal"], similarity=c.similarity), c)
-                for s, c in zip(sources, chosen)]
+        return [(replace(s, doc=c.row["doc_path"], ordinal=c.row["ordinal"]), c) for s, c in zip(sources, chosen)]
 
     async def _generate_and_check(
         self, answer: Answer, chosen: list[_Chosen], turns: list[tuple[str, str]], on_text: TextSink | None,
-        total: float,
+        total: float, steps: StepSink = _unseen,
     ) -> Answer:
         """The generator's answer from the sources, kept only when its citations check out (else
         an abstention), its sources renumbered in the order they are cited."""
@@ -340,27 +379,45 @@ class Engine:
                 raw = await self.generator.generate(answer.question, sources, turns, gate)
         except ProviderError as exc:
             answer.retry_after = exc.retry_after
+            _read(steps, chosen, "error")
             return _abstain(answer, "provider_error", str(exc), total)
         finally:
             answer.diagnostics.timings_ms["generate_ms"] = _ms(started)
+        _read(steps, chosen, "complete")
+        steps(checking("in_progress"))
         checked = check_answer(without_foreign_links(raw, known), len(sources))
-        if checked.abstain_reason:
-            _abstain(answer, checked.abstain_reason, raw[:200], total)
+        steps(checking("error" if checked.abstain_reason and checked.abstain_reason != "declined" else "complete"))
+        if checked.abstain_reason:  # the text itself stays out of logs: a model may repeat anything
+            _abstain(answer, checked.abstain_reason, f"the model's {len(raw)} characters cited no given source"
+                     if checked.abstain_reason == "invalid_citations" else f"declined ({len(raw)} characters)", total)
             if checked.abstain_reason == "declined":
                 return _near_miss(answer, candidates, self.config.answer.review_days)
             return answer
-        # Citations read [1], [2], ... in the order they appear; the sources are listed that way too.
-        text, order = renumber(checked.text, checked.cited, len(sources))
-        cited = [candidates[i] for i in order]
+        return self._cite(answer, checked, candidates, total)
+
+    def _cite(self, answer: Answer, checked: Checked, candidates: list[Candidate], total: float) -> Answer:
+        """`answer` says the checked text, its citations read [1], [2], ... in the order they
+        appear and its sources listed that way too."""
+        text, order = renumber(checked.text, checked.cited, len(candidates))
+        cited = [candidates[i] for i in order][:len(checked.cited)]
         answer.retrieved = [_retrieved(c) for c in cited]
-        answer.answer, answer.answered, answer.confidence = text, True, "answer"
+        answer.answer, answer.answered, answer.confidence, answer.abstain_reason = text, True, "answer", None
         review_days = self.config.answer.review_days
-        answer.citations = [_citation(n, cited[n - 1], review_days) for n in range(1, len(checked.cited) + 1)]
+        answer.citations = [_citation(n, c, review_days) for n, c in enumerate(cited, 1)]
         answer.diagnostics.timings_ms["total_ms"] = _ms(total)
         return answer
 
 
+def _read(steps: StepSink, chosen: list[_Chosen], status: StepStatus) -> None:
+    """The "reading <page>" steps of the pages the answer is written from (the first few)."""
+    pages = {c.row["doc_path"]: s.title for s, c in chosen}
+    for doc_path, title in list(pages.items())[:_READ_STEPS]:
+        steps(reading(doc_path, title, status))
+
+
 VALUE_COVERAGE = 0.5  # of the question's key terms, in an answer past a declining gate
+# A model's answer that cannot be used: the embedded answerer quotes the same sources instead.
+MODEL_FAILED = frozenset({"provider_error", "invalid_citations"})
 
 
 def _ms(started: float) -> float:

@@ -45,8 +45,7 @@ def gather(sources: list[Source]) -> list[Section]:
             last = s.ordinal
         first = members[0]
         sections.append(Section(doc, first.title, path, min(s.n for s in members),
-                                max(s.page_similarity for s in members), [parse(run) for run in runs], first.ordinal,
-                                max(s.similarity for s in members)))
+                                max(s.page_similarity for s in members), [parse(run) for run in runs], first.ordinal))
     links: dict[str, dict[str, str]] = {}  # a page's reference links are often defined at its end
     for section in sections:
         for parsed in section.runs:
@@ -135,10 +134,6 @@ class ExtractiveAnswerer:
     kind_bonus: float = 1.0
     near_share: float = 0.8  # a quote lacking what was asked: the next unit scoring this share of the best is tried
     max_tries: int = 3
-    # A section weighs by its own chunks' meaning too, (closeness / the best section's) ** this:
-    # within a page the words alone chose the wrong section (issue 50 item 3). Offline replay of
-    # the dev suite's sources: facts shown 0.611 -> 0.630 (macro), gold page shown 0.753 -> 0.782.
-    section_power: float = 1.0
     name: str = "extractive"
     reads_spans: bool = False  # it chooses its spans from the chunks
 
@@ -269,7 +264,6 @@ class ExtractiveAnswerer:
         df = Counter(t for c in candidates for t in c[4] | c[5])
         idf = {t: math.log(1 + len(candidates) / df[t]) for t in df}
         top = max((s.similarity for s in sections), default=0.0)
-        closest = max((s.closeness for s in sections), default=0.0)
         weights = runbook_weights(question, sections)
         actions = action_weights(question, sections)
         scored = []
@@ -283,8 +277,6 @@ class ExtractiveAnswerer:
             relevance += 0.5 * math.fsum(idf.get(t, 1.0) for t in outer_terms - overlap - own_terms) + 0.5 / section.n
             if top > 0:  # a page far less similar to the question than the best one weighs less
                 relevance *= (max(section.similarity, 0.0) / top) ** 0.5
-            if closest > 0 and self.section_power:  # and so does a section, by its own chunks' meaning
-                relevance *= (max(section.closeness, 0.0) / closest) ** self.section_power
             relevance *= weights.get(id(section), 1.0)
             # a reason given in the passage counts when the passage is about what was asked (not only
             # its page): "because of its volume" in an ADR's list of settings is not why it was chosen

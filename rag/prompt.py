@@ -2,7 +2,8 @@
 
 Source text cannot close or open our delimiters (they are neutralised), chunks whose text, title
 or section reads like instructions to an AI are dropped and counted (in English, German, French
-or Spanish, spelled with spaces between the letters or in leetspeak too), and the sources fit a
+or Spanish, spelled with spaces between the letters or in leetspeak too), or whose sentences mean
+what an injection asks in other words (rag/intent.py, given as `intents`), and the sources fit a
 character budget. What the filter misses still arrives framed as data: the sources are announced
 as quoted documents before they start, and the rule is repeated after the question, where a
 model reads last. What a model reads as a source is a span of those chunks (rag/sourcing.py).
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 PROMPT_VERSION = "2026-12-05.1"  # the sources framed as data before and after (issue 39)
 DECLINE_MARKER = "NOT_IN_DOCS"
@@ -83,6 +86,12 @@ _RUN_INJECTION = re.compile(
     r"|(?:ignoriere|vergiss)(?:alle|die|deine){1,2}(?:vorherigen|bisherigen|obigen)?(?:anweisungen|regeln)")
 
 
+class MeaningCheck(Protocol):
+    """Injections found by what their sentences mean (rag/intent.Intents)."""
+
+    def injected(self, texts: Sequence[str]) -> list[bool]: ...
+
+
 @dataclass(frozen=True)
 class Source:
     n: int
@@ -92,7 +101,6 @@ class Source:
     page_similarity: float = 0.0  # the best cosine similarity to the question among its page's chunks
     doc: str = ""  # the document's path: an extractive answer puts a section's chunks back together
     ordinal: int = 0  # the chunk's position in its document
-    similarity: float = 0.0  # the chunk's own cosine similarity to the question
 
 
 def folded(text: str) -> str:
@@ -114,9 +122,14 @@ def without_bidi(text: str) -> str:
     return text.translate(_BIDI)
 
 
-def looks_injected(text: str) -> bool:
+def looks_injected(text: str, intents: MeaningCheck | None = None) -> bool:
     """Whether `text` reads like instructions to an AI, as written, in leetspeak, or spelled
-    out letter by letter."""
+    out letter by letter; with `intents` (an engine's, `Engine.intents`), also when one of its
+    sentences means what an injection asks, in whatever words (rag/intent.py)."""
+    return _worded(text) or (intents is not None and intents.injected([text])[0])
+
+
+def _worded(text: str) -> bool:
     plain = folded(text)
     readings = {plain, plain.translate(_LEET)}
     readings |= {_SPELLED.sub(lambda m: re.sub(r"[\W_]", "", m.group()), r) for r in readings}
@@ -129,26 +142,51 @@ def neutralise(text: str) -> str:
 
 
 def select_sources(
-    texts: list[tuple[str, str, str, float]], budget: int
+    texts: list[tuple[str, str, str, float]], budget: int, intents: MeaningCheck | None = None
 ) -> tuple[list[Source], list[int], int]:
     """Number the (title, section, text, page similarity) chunks that are safe and fit the budget.
+    A chunk is unsafe when its text, title or section has an injection's wording, or (with
+    `intents`) one of their sentences has an injection's meaning; only the chunks that would
+    reach the prompt are read for meaning, those that fit together in one batch.
 
     Returns (sources, indexes of the kept inputs, number dropped as injection attempts)."""
     sources: list[Source] = []
     kept: list[int] = []
+    worded = [_worded(text) or _worded(title) or _worded(section) for title, section, text, _ in texts]
+    meant: dict[int, bool] = {}  # the meaning check's verdicts, by input index
     dropped = 0
     used = 0
     for index, (title, section, text, page_similarity) in enumerate(texts):
-        if looks_injected(text) or looks_injected(title) or looks_injected(section):
+        if worded[index]:
             dropped += 1
             continue
         if sources and used + len(text) > budget:
             break
+        if intents is not None and index not in meant:
+            batch = _fitting([t for _, _, t, _ in texts], worded, index, budget - used)
+            meant.update(zip(batch, intents.injected(["\n".join(texts[i][:3]) for i in batch])))
+        if meant.get(index):
+            dropped += 1
+            continue
         body = text[:budget] if not sources else text
         used += len(body)
         sources.append(Source(len(sources) + 1, title, section, body, page_similarity))
         kept.append(index)
     return sources, kept, dropped
+
+
+def _fitting(texts: list[str], worded: list[bool], start: int, room: int) -> list[int]:
+    """The chunks from `start` on that would fill `room` characters if none of them were dropped
+    for meaning (`start` whatever its length), those dropped for wording left out."""
+    batch: list[int] = []
+    for index in range(start, len(texts)):
+        if worded[index]:
+            continue
+        if batch and len(texts[index]) > room:
+            break
+        batch.append(index)
+        room -= len(texts[index])
+    return batch
 
 
 def render_sources(sources: list[Source]) -> str:

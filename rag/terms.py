@@ -11,6 +11,12 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+def well_formed(text: str) -> str:
+    """`text` with every lone surrogate (a JSON `\\ud800` in a Slack payload, undecodable argv
+    bytes) as U+FFFD: the tokenizer, the full-text index and Postgres refuse them."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 WORD = re.compile(r"€|[a-z0-9][a-z0-9_.-]*[a-z0-9]|[a-z0-9]")
 # Two-word forms spelled as one term before matching.
 PHRASES = re.compile(r"\b(set|sign|log|roll)[ -](up|off|in|back)\b")

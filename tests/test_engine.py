@@ -28,6 +28,16 @@ async def test_covered_question_is_answered_with_versioned_citation(sample_engin
     assert answer.diagnostics.selected >= 1 and answer.diagnostics.timings_ms["total_ms"] > 0
 
 
+async def test_a_question_with_a_lone_surrogate_is_answered_not_raised(sample_engine: Engine):
+    """A JSON '\\ud800' in a Slack payload (or undecodable argv bytes) reaches the engine as a lone
+    surrogate, which the tokenizer refused with a TypeError (issue 51's probe)."""
+    answer = await sample_engine.ask("how many vacation days\ud800 do I get?", Level.team,
+                                     [("user", "hi\udfff"), ("agent", "hello")])
+    assert answer.answered and "28 vacation days" in answer.answer
+    retrieval, _, _ = await sample_engine.search("vacation\ud800 days", Level.team)
+    assert retrieval.selected
+
+
 async def test_unrelated_question_abstains_no_match(sample_engine: Engine):
     answer = await sample_engine.ask("What is on the cafeteria lunch menu this week?", Level.restricted)
     assert not answer.answered and answer.abstain_reason == "no_match" and answer.citations == []

@@ -121,12 +121,16 @@ async def test_engine_with_llm_answers_and_rejects_bad_citations(sample_engine: 
     openai_standin.reply = lambda messages: "Deploys are not allowed on Fridays [1]."
     good = await sample_engine.ask("Can I deploy on Friday?", Level.team)
     assert good.answered and good.model == "gpt-4o-mini" and good.citations[0].n == 1
-    openai_standin.reply = lambda messages: "Deploys are not allowed on Fridays [99]."
+    # a model's answer that cannot be used gives way to the docs' own words (issue 54 item 3)
+    openai_standin.reply = lambda messages: "Deploys are frowned upon on Fridays [99]."
     bad = await sample_engine.ask("Can I deploy on Friday?", Level.team)
-    assert bad.abstain_reason == "invalid_citations" and bad.citations == []
+    assert bad.answered and bad.fallback == "invalid_citations" and bad.model == "extractive"
+    assert "frowned" not in bad.answer and "frowned" not in bad.detail and bad.citations
+    assert "friday" in bad.answer.lower() and bad.to_json()["fallback"] == "invalid_citations"
     openai_standin.failures = [Failure(503, {"Retry-After": "0"})] * 2 + [Failure(503, {"Retry-After": "12"})]
     down = await sample_engine.ask("Can I deploy on Friday?", Level.team)
-    assert down.abstain_reason == "provider_error" and down.retry_after == 12
+    assert down.answered and down.fallback == "provider_error" and down.retry_after == 12
+    assert down.answer == bad.answer and [c.doc_path for c in down.citations] == [c.doc_path for c in bad.citations]
 
 
 def test_passages_keep_lead_ins_with_their_lists_and_table_rows_with_their_columns():

@@ -95,8 +95,10 @@ async def test_a_revoked_select_on_the_audience_log_still_answers_with_one_line_
     assert "VPN" in visible_text(answer) and FAILED not in visible_text(answer)
     assert problems(caplog) == []
     denied = warnings_naming(caplog, "permission denied for table audience_changes")
-    assert len(denied) == 2, denied  # the change not shared; the log not read before the answer
-    assert "audience change of C_ENG not logged" in denied[0] and "looked up again" in denied[1]
+    # one line a step: the change not shared; the log not read before the answer, nor just before it
+    # is posted (the audience is looked up again then, issue 51's re-check)
+    assert len(denied) == 3, denied
+    assert "audience change of C_ENG not logged" in denied[0] and all("looked up again" in d for d in denied[1:])
 
 
 async def test_a_read_only_database_still_answers(
