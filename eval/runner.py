@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -165,8 +166,23 @@ def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failure
         "pointer_gold_rate": metrics.mean(pointed_gold),
         **procedure_report(cases, answers, failures),
         **fact_report(cases, answers, failures),
+        **model_report(engine, answers),
         "latency_ms": latency(timings),
     }
+
+
+def model_report(engine: Engine, answers: Sequence[Answer]) -> dict[str, Any]:
+    """With a model: how many answers are the model's words as the citation check kept them, and
+    how many times the docs were quoted instead, by why (Answer.fallback); nothing without one."""
+    if engine.generator is engine.quoter:
+        return {}
+    return {"model_kept": sum(a.answered and not a.fallback and a.model == engine.generator.name for a in answers),
+            "fallbacks": dict(Counter(a.fallback for a in answers if a.fallback))}
+
+
+def model_line(report: dict[str, Any]) -> str:
+    fallbacks = ", ".join(f"{n} {why}" for why, n in report["fallbacks"].items()) or "none"
+    return f"model answers kept by the citation check: {report['model_kept']}; the docs quoted instead: {fallbacks}"
 
 
 def tuned_settings(config: RagConfig) -> dict[str, Any]:
@@ -260,6 +276,8 @@ def render(report: dict[str, Any]) -> str:
     lines.append("latency ms (p50 / p95): " + ", ".join(
         f"{stage} {_ms(v['p50'])} / {_ms(v['p95'])}" for stage, v in report["latency_ms"].items()
     ))
+    if "model_kept" in report:
+        lines.append(model_line(report))
     for case_id, reasons in report["failure_reasons"].items():
         lines.append(f"  {case_id}: {'; '.join(reasons)}")
     for case_id, changed in report.get("feedback", {}).get("docs_changed", {}).items():
@@ -284,6 +302,8 @@ def render_sets(reports: dict[str, dict[str, Any]], macro: dict[str, Any]) -> st
         lines.append(f"{name}: {len(report['failures'])} failing cases; thresholds "
                      + ("all met" if not missed else "MISSED: " + "; ".join(missed))
                      + ("" if report["thresholds"]["file"] else " (no thresholds file)"))
+        if "model_kept" in report:
+            lines.append(f"{name}: {model_line(report)}")
     return "\n".join(lines)
 
 

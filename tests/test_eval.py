@@ -310,6 +310,7 @@ def test_run_with_an_llm_endpoint_over_several_sets_and_follow_ups(
     rewrites = [body for _, body, _ in model.requests if body["messages"][0]["content"] == REWRITE_PROMPT]
     assert len(rewrites) == 2  # the follow-up, searched once while scoring retrieval and once to answer
     assert first["answered_rate"] == 1.0 and second["answered_rate"] > 0
+    assert (first["model_kept"], first["fallbacks"]) == (2, {})  # both answers the model's, as checked
 
 
 def test_the_gate_is_fitted_on_the_sets_that_hold_both_labels() -> None:

@@ -22,7 +22,9 @@ from typing import Any
 import pytest
 
 from bot.local import demo
+from bot.blocks import QUOTED_CONTEXT
 from bot.local.harness import local_slack
+from bot.local.standin import visible_text
 from commands.doctor import llm_checks
 from foundation.settings import Settings
 from foundation.wiring import llm_config
@@ -32,7 +34,7 @@ from rag.generation import LLMChat
 from tests.support.events import Recorded, recording
 from tests.support.llama import Llama, llama_server, unavailable
 from tests.support.settings import REPO, SAMPLE_DOCS
-from tests.support.slack import VPN, answers, mention, with_model
+from tests.support.slack import VPN, answers, mention, streamed_text, with_model
 
 pytestmark = pytest.mark.llm
 
@@ -101,7 +103,11 @@ def test_docsbot_ask_answers_through_the_server(llama: Llama, sample_index: Path
                            "--json"], capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
     assert done.returncode in (0, 1), done.stderr[-2000:]
     answer = json.loads(done.stdout)
-    assert answer["model"] == llama.model and answer["abstain_reason"] != "provider_error", answer["detail"]
+    assert "provider_error" not in (answer["abstain_reason"], answer["fallback"]), answer["detail"]
+    # The model's words as checked, or the docs quoted (instead of words whose citations did not check
+    # out, or as the closest passage when the gate doubted the sources), or the model's decline.
+    assert answer["model"] in (llama.model, "extractive")
+    assert answer["model"] == "extractive" or not answer["fallback"]
     holds(answer, "public", None)
     [(prompt, completion)] = [tuple(map(int, m.groups())) for m in TOKENS.finditer(done.stderr)]
     assert prompt > 0 and completion > 0  # the model wrote the reply the check read
@@ -119,10 +125,14 @@ async def test_an_answer_streams_into_a_slack_thread(
         [reply] = answers(local, demo.GENERAL)
         assert reply["thread_ts"] == question
         logged = await local.bot.services.answer_log.find_by_message(demo.GENERAL, reply["ts"])
-    assert logged is not None and logged.model == llama.model
+        streamed = streamed_text(local)
+    assert logged is not None and not logged.detail.startswith("provider_error"), logged.detail
     holds({"answer": logged.answer, "answered": logged.answered, "abstain_reason": logged.abstain_reason,
            "citations": logged.citations}, logged.level, logged.retrieved)
-    assert logged.abstain_reason != "provider_error", logged.detail
+    if logged.model == llama.model:  # the model's words, as checked, streamed as it wrote them
+        assert logged.answered and streamed
+    else:  # the docs quoted instead and said so, or the closest passage as not sure
+        assert logged.model == "extractive" and (QUOTED_CONTEXT in visible_text(reply) or not logged.answered)
     assert recorded.attempts == 1 and recorded.tokens and all(p > 0 and c > 0 for p, c in recorded.tokens)
 
 
@@ -172,7 +182,7 @@ async def test_a_prompt_over_a_small_window_is_fitted_not_refused(
         finally:
             await generator.aclose()
         assert "exceed context window" not in small.log.read_text() or not configured
-    assert answer.abstain_reason != "provider_error", answer.detail
+    assert "provider_error" not in (answer.abstain_reason, answer.fallback), answer.detail
     holds(answer.to_json(), "public", answer.retrieved)
     [(prompt, completion)] = recorded.tokens
     assert prompt + completion <= 1024 and completion > 0
@@ -207,5 +217,5 @@ def test_eval_run_over_two_sets(llama: Llama, sample_index: Path, tmp_path: Path
     assert list(report["sets"]) == ["sample", "procedures"]
     for result in report["sets"].values():
         assert result["leaks"] == 0 and result["citation_validity"] in (None, 1.0), result["failure_reasons"]
-        reasons = [r for case in result["failure_reasons"].values() for r in case]
-        assert not any("provider_error" in r for r in reasons), reasons
+        assert "provider_error" not in result["fallbacks"], result["fallbacks"]  # the model replied each time
+        assert result["model_kept"] + sum(result["fallbacks"].values()) <= result["cases"]
