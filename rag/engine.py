@@ -399,11 +399,11 @@ class Engine:
         """`answer` says the checked text, its citations read [1], [2], ... in the order they
         appear and its sources listed that way too."""
         text, order = renumber(checked.text, checked.cited, len(candidates))
-        cited = [candidates[i] for i in order][:len(checked.cited)]
-        answer.retrieved = [_retrieved(c) for c in cited]
+        given = [candidates[i] for i in order]  # the cited sources first, then the others
+        answer.retrieved = [_retrieved(c) for c in given]
         answer.answer, answer.answered, answer.confidence, answer.abstain_reason = text, True, "answer", None
         review_days = self.config.answer.review_days
-        answer.citations = [_citation(n, c, review_days) for n, c in enumerate(cited, 1)]
+        answer.citations = [_citation(n, c, review_days) for n, c in enumerate(given[:len(checked.cited)], 1)]
         answer.diagnostics.timings_ms["total_ms"] = _ms(total)
         return answer
 
