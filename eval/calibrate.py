@@ -25,7 +25,6 @@ out; `--dry-run` prints and writes nothing.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from dataclasses import dataclass, field
@@ -39,7 +38,7 @@ from foundation.wiring import rag_config
 from eval import metrics
 from eval.golden import GoldenError, load_golden, load_thresholds, thresholds_path
 from eval.runner import add_set_options
-from eval.sets import EvalSet, choose, open_engine, prepare
+from eval.sets import EvalSet, choose, open_engine, prepare, run_closing
 from rag import EmbeddingError, Engine, StoreError, answerability, make_embedder
 
 # Ridge penalties on the standardised weights tried by `main`, which keeps the one whose chosen
@@ -329,7 +328,7 @@ def main(argv: list[str]) -> int:
             engine = open_engine(settings, embedder, answerability.NEUTRAL)
             cases = load_golden(list(eval_set.golden))
             prepare(engine, settings, eval_set, cases, sys.stderr)
-            data[eval_set.name] = asyncio.run(labelled(engine, cases))
+            data[eval_set.name] = run_closing(engine, labelled(engine, cases))
             totals[eval_set.name] = (sum(c.answerable for c in cases), sum(not c.answerable for c in cases))
             if kept := set_bars(eval_set):
                 bars[eval_set.name] = kept

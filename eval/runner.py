@@ -13,7 +13,6 @@ Exit status: 0 when every threshold is met, 1 when one is missed, 2 for unusable
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from eval.candidates import feedback_report
 from eval.facts import fact_report, pooled, with_overlay
 from eval.procedures import procedure_report
 from eval.golden import GoldenCase, GoldenError, load_golden, load_thresholds, thresholds_path
-from eval.sets import EvalSet, choose, open_engine, prepare
+from eval.sets import EvalSet, choose, open_engine, prepare, run_closing
 from rag import (SIGNALS, Answer, EmbeddingError, Engine, Level, Mode, RagConfig, Retrieval, StoreError,
                  make_embedder)
 from sync.gitcmd import GitError
@@ -71,7 +70,7 @@ def retrieval_report(engine: Engine, cases: Sequence[GoldenCase], mode: Mode, fa
     ranks: list[int | None] = []
     recalls, ndcgs = [], []
     timings: dict[str, list[float]] = {"embed": [], "retrieve": []}
-    for case, (retrieval, _, spent) in zip(cases, asyncio.run(search_all(engine, cases, mode))):
+    for case, (retrieval, _, spent) in zip(cases, run_closing(engine, search_all(engine, cases, mode))):
         for stage in timings:
             timings[stage].append(spent[f"{stage}_ms"])
         if any(c.row["access_rank"] > case.level for c in retrieval.selected):
@@ -118,7 +117,7 @@ def citations_valid(case: GoldenCase, answer: Answer) -> bool:
 
 
 def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failures) -> dict[str, Any]:
-    answers = asyncio.run(ask_all(engine, cases))
+    answers = run_closing(engine, ask_all(engine, cases))
     timings: dict[str, list[float]] = {stage: [] for stage in STAGES}
     valid, cites_gold, f1s, right, pointed, pointed_gold = [], [], [], [], [], []
     for case, answer in zip(cases, answers):

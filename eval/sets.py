@@ -19,10 +19,12 @@ chunking cheap).
 """
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from foundation.errors import UserError
 from foundation.settings import Settings
@@ -133,6 +135,23 @@ def open_engine(settings: Settings, embedder: Embedder, gate: answerability.Mode
     that answers everything)."""
     config = rag_config(settings)
     return Engine(config, open_index(config.index), embedder, make_generator(config.llm), gate)
+
+
+T = TypeVar("T")
+
+
+def run_closing(engine: Engine, work: Coroutine[Any, Any, T]) -> T:
+    """`work` on an event loop of its own (asyncio.run), the engine's LLM clients closed before
+    that loop ends. A client's connections belong to the loop they were opened on: reused on the
+    next loop (the answers after the searches, the next set) they fail with "Event loop is
+    closed"; closed here, the client opens new ones on the next loop."""
+    async def closing() -> T:
+        try:
+            return await work
+        finally:
+            await engine.aclose()
+
+    return asyncio.run(closing())
 
 
 def prepare(engine: Engine, settings: Settings, eval_set: EvalSet, cases: list[GoldenCase], log: TextIO) -> Path:

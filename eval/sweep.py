@@ -33,7 +33,7 @@ from foundation.wiring import rag_config, retrieval_config
 from eval import metrics
 from eval.golden import GoldenCase, GoldenError, load_golden
 from eval.runner import WEIGHT_KEYS, add_set_options
-from eval.sets import choose, open_engine, prepare
+from eval.sets import choose, open_engine, prepare, run_closing
 from rag import (HYBRID, SIGNALS, EmbeddingError, Engine, Found, IvfTuned, Mode, StoreError, make_embedder, rank,
                  search_lists)
 
@@ -254,7 +254,7 @@ def gather(args: argparse.Namespace, base: Settings) -> tuple[dict[str, list[Que
         engine = open_engine(settings, embedder)
         cases = load_golden(list(eval_set.golden))
         prepare(engine, settings, eval_set, cases, sys.stderr)
-        found[eval_set.name] = asyncio.run(collect(engine, cases, args.depth))
+        found[eval_set.name] = run_closing(engine, collect(engine, cases, args.depth))
         if args.ann:
             ann[eval_set.name] = ann_recall(engine, found[eval_set.name])
     return found, ann

@@ -11,10 +11,12 @@ import pytest
 
 from foundation.wiring import rag_config
 from eval import calibrate, metrics, runner, sweep
+from eval.standins.openai_server import OpenAIStandIn
 from eval.golden import GoldenCase, GoldenError, Thresholds, default_golden_files, load_golden, parse_case
 from rag import answerability
 from rag.answer import Answer, Citation, Diagnostics
 from rag.embeddings import LocalMiniLM
+from rag.followup import REWRITE_PROMPT
 from rag.engine import Engine
 from rag.generation import ExtractiveAnswerer
 from rag.levels import Level
@@ -278,6 +280,36 @@ def test_run_reports_each_set_and_their_macro_average(
     assert re.search(r"hit rate@4\s+1\.000\s+1\.000\s+1\.000", table) and "macro" in table
     assert run_main(["run", "--docs", str(corpus / "docs"), "--docs", str(other / "docs")], engine) == 2
     assert "need as many --golden" in capsys.readouterr().err
+
+
+def test_run_with_an_llm_endpoint_over_several_sets_and_follow_ups(
+    corpus: Path, engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An OpenAI-compatible endpoint over two sets whose rows have history: the question rewriter
+    runs while the searches are scored, the answers on the next event loop, the second set on
+    another (the client once outlived the first loop: "Event loop is closed")."""
+    follow_up = {"id": "cats", "question": "and cats?", "gold_doc_ids": ["pets.md"], "answerable": True,
+                 "level": "public", "history": [{"speaker": "user", "text": "are dogs welcome in the office?"},
+                                                {"speaker": "agent", "text": "Yes, on Fridays [1]."}]}
+    (corpus / "golden.jsonl").write_text(json.dumps(CASES[0]) + "\n" + json.dumps(follow_up) + "\n")
+    other = second_corpus(tmp_path)
+    model = OpenAIStandIn().start()
+    try:
+        model.reply = lambda messages: ("Dogs are welcome on Fridays [1]." if "<source" in messages[-1]["content"]
+                                        else "are cats welcome in the office")
+        # A rewrite that outlasts its timeout falls back to the heuristic: never on a busy machine here.
+        settings = make_settings(engine.config.index.data_dir, openai_base_url=model.base_url, openai_api_key="k",
+                                 followup_rewrite_timeout_s=60.0)
+        argv = ["run", "--docs", str(corpus / "docs"), "--golden", str(corpus / "golden.jsonl"),
+                "--docs", str(other / "docs"), "--golden", str(other / "golden.jsonl"), "--json"]
+        assert runner.main(argv, engine=engine, settings=settings) in (0, 1)  # 1: a bar missed, not a crash
+    finally:
+        model.stop()
+    report = json.loads(capsys.readouterr().out)
+    first, second = report["sets"].values()
+    rewrites = [body for _, body, _ in model.requests if body["messages"][0]["content"] == REWRITE_PROMPT]
+    assert len(rewrites) == 2  # the follow-up, searched once while scoring retrieval and once to answer
+    assert first["answered_rate"] == 1.0 and second["answered_rate"] > 0
 
 
 def test_the_gate_is_fitted_on_the_sets_that_hold_both_labels() -> None:
