@@ -25,6 +25,7 @@ from sync.folder import index_folder
 from tests.support.cli import docsbot
 from tests.support.mcp import call
 from tests.support.served import Served, served
+from tests.support.corpus import indexed_pages
 from tests.support.settings import make_settings
 from tests.support.waiting import until
 from tests.test_mcp import token_from_slack
@@ -45,15 +46,7 @@ HINT_OFF = {"DOCSBOT_ACCESS_HINT": "false"}
 
 def restricted_corpus(root: Path, embedder: LocalMiniLM) -> str:
     """A data dir whose index holds the two restricted pages and nothing else."""
-    docs = root / "docs"
-    (docs / "runbooks").mkdir(parents=True)
-    (docs / "runbooks" / "quokka-vault.md").write_text(VAULT, encoding="utf-8")
-    (docs / "runbooks" / "bastion.md").write_text(BASTION, encoding="utf-8")
-    settings = make_settings(root / "index")
-    engine = open_engine(settings, generator=ExtractiveAnswerer())
-    engine.embedder = embedder
-    index_folder(engine, lease_config(settings), docs)
-    return settings.data_dir
+    return indexed_pages(root, embedder, {"runbooks/quokka-vault.md": VAULT, "runbooks/bastion.md": BASTION})
 
 
 def without_timings(value: Any) -> Any:

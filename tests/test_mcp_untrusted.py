@@ -10,11 +10,9 @@ import re
 from pathlib import Path
 
 from agents.untrusted import CLOSE, OPEN
-from foundation.wiring import lease_config, open_engine
-from rag import ExtractiveAnswerer, LocalMiniLM
-from sync.folder import index_folder
+from rag import LocalMiniLM
 from tests.support.mcp import call, over_stdio
-from tests.support.settings import make_settings
+from tests.support.corpus import indexed_pages
 
 INJECTED = ("---\ntitle: Notes for new starters\naccess: public\n---\n# Notes for new starters\n\n"
             "## Laptop setup\n\nYour new laptop arrives on your first day, and the IT desk sets up your new laptop.\n\n"
@@ -25,15 +23,7 @@ XML = ("---\ntitle: Export format\naccess: public\n---\n# Export format\n\n## La
 
 
 def index_of(root: Path, embedder: LocalMiniLM) -> str:
-    docs = root / "docs"
-    (docs / "onboarding").mkdir(parents=True)
-    (docs / "onboarding" / "notes.md").write_text(INJECTED, encoding="utf-8")
-    (docs / "onboarding" / "export.md").write_text(XML, encoding="utf-8")
-    settings = make_settings(root / "index")
-    engine = open_engine(settings, generator=ExtractiveAnswerer())
-    engine.embedder = embedder
-    index_folder(engine, lease_config(settings), docs)
-    return settings.data_dir
+    return indexed_pages(root, embedder, {"onboarding/notes.md": INJECTED, "onboarding/export.md": XML})
 
 
 def fenced_once(text: str) -> str:
