@@ -43,7 +43,7 @@ from sync.service import run_sync
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "openshift-runbooks"
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity, so the engine's meaning check can share it
 class RecordingEmbedder:
     """Wraps an embedder and remembers every text it was asked to embed, to count repeats."""
 

@@ -117,6 +117,10 @@ class Intents:
         sentence is embedded once per process."""
         mini = embedder.name == LocalMiniLM.name and embedder.dim == LocalMiniLM.dim
         model = embedder if mini else _own_model()
+        try:
+            hash(model)
+        except TypeError:  # a wrapper compared by value (a dataclass) cannot be a key: its own check
+            return cls(model)
         with _SHARING:
             check = _SHARED.get(model)
             if check is None:

@@ -4,7 +4,9 @@ requests made of a human reader (not flagged), and what the check costs a questi
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,3 +71,23 @@ def test_the_eval_command_scores_every_fixture(tmp_path: Path, intents: Intents)
     for name in ("paraphrases.jsonl", "heldout.jsonl", "ordinary.jsonl"):
         figures = report[name.removesuffix(".jsonl")]
         assert (figures["texts"], figures["flagged"]) == (len(texts(name)), sum(intents.injected(texts(name))))
+
+
+def test_an_engine_over_an_unhashable_embedder_gets_a_check_of_its_own(embedder: LocalMiniLM) -> None:
+    """An embedder wrapper that is a plain dataclass compares by value and has no hash; the shared
+    checks are keyed by embedder, so such a one gets a check of its own rather than a TypeError."""
+
+    @dataclass
+    class Wrapped:
+        inner: LocalMiniLM
+
+        name = LocalMiniLM.name
+        dim = LocalMiniLM.dim
+
+        def embed(self, texts: list[str]) -> Any:
+            return self.inner.embed(texts)
+
+    wrapped = Wrapped(embedder)
+    first, second = Intents.over(wrapped), Intents.over(wrapped)  # type: ignore[arg-type]
+    assert first is not second and looks_injected(POLITE, first)
+    assert Intents.over(embedder) is Intents.over(embedder)
