@@ -224,18 +224,30 @@ def code_after(units: list[Unit], lo: int, hi: int, reach: int = 3) -> int | Non
     return None
 
 
-def _join(units: list[Unit]) -> str:
-    """Sentences of one paragraph joined by a space, every other unit on its own line."""
+def _join(units: list[Unit], bold: Unit | None = None) -> str:
+    """Sentences of one paragraph joined by a space, every other unit on its own line; `bold`'s
+    text in bold."""
     text = ""
     for previous, unit in zip([None, *units], units):
         same = previous is not None and previous.block == unit.block and previous.kind == unit.kind == "prose"
-        text += (" " if same else "\n" if text else "") + unit.text
+        text += (" " if same else "\n" if text else "") + (f"**{unit.text}**" if unit is bold else unit.text)
     return text
 
 
-def cut(section: Section, units: list[Unit], budget: int) -> Quote:
+_EMPHASIS = re.compile(r"[*_`]|\[")
+
+
+def emphasis(units: list[Unit], best: Unit) -> Unit | None:
+    """The sentence to set in bold in a passage: the one that answers, when other sentences
+    surround it and it has no markup of its own that bold would break (emphasis, code, a link)."""
+    plain = best.kind == "prose" and not _EMPHASIS.search(best.text)
+    return best if plain and len(units) > 1 and any(u is best for u in units) else None
+
+
+def cut(section: Section, units: list[Unit], budget: int, answering: Unit | None = None) -> Quote:
     """The units that fit the budget (at least the first), stopping before a code block that is
-    not complete; a lead-in left without what it introduced is dropped; what is left is named."""
+    not complete; a lead-in left without what it introduced is dropped; what is left is named.
+    `answering`: the sentence that answers, set in bold when others surround it (`emphasis`)."""
     kept: list[Unit] = []
     used = 0
     for unit in units:
@@ -252,7 +264,7 @@ def cut(section: Section, units: list[Unit], budget: int) -> Quote:
         note = f"… (step {steps[0]} in the doc)" if len(steps) == 1 else f"… (steps {steps[0]}–{steps[-1]} in the doc)"
     elif left:
         note = "… (more in the doc)"
-    return Quote(section, _join(kept), note)
+    return Quote(section, _join(kept, emphasis(kept, answering) if answering else None), note)
 
 
 def _reach(units: list[Unit], span: tuple[int, int], index: int, limit: int) -> tuple[int, int]:
@@ -323,7 +335,7 @@ def choose_span(best: Picked, picks: list[Picked], acts: bool, asked: set[str], 
         hi, budget = code, max(budget, procedure_chars)
     if any(has_code(u) or u.step for u in units[lo:hi + 1]):
         budget = max(budget, procedure_chars)
-    return cut(section, units[lo:hi + 1], budget)
+    return cut(section, units[lo:hi + 1], budget, None if acts else best.unit)
 
 
 def table_quote(best: Picked, picks: list[Picked], asked: set[str], question: str, budget: int) -> Quote:

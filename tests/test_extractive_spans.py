@@ -288,6 +288,20 @@ def test_a_long_paragraph_is_quoted_around_its_answering_sentence_within_the_pas
     text = answer("how much can I claim for sport and fitness?", long)
     assert in_order(text, "up to €60 a month", "made in Personio"), text
     assert len(text) < 400 and "Before 0" not in text and "After 7" not in text, text
+    # the answering sentence is in bold among its neighbours, as Slack shows bold
+    assert "**You can claim up to €60 a month for sport and fitness.** The claim is made" in text, text
+    assert "*You can claim up to €60 a month for sport and fitness.* The claim" in mrkdwn(text), mrkdwn(text)
+
+
+def test_a_sentence_with_markup_of_its_own_or_quoted_alone_is_not_set_in_bold():
+    # the carry-over sentence has bold of its own: wrapping it would break both
+    carry = answer("how many unused vacation days can I carry over to next year?",
+                   page("handbook/time-off.md", "Vacation › Carrying over"))
+    assert "up to **5 unused days**" in carry and "****" not in carry and "***" not in carry, carry
+    alone = answer("how much can I claim for sport and fitness?", [Source(
+        1, "Benefits", "Benefits › Wellness", "You can claim up to €60 a month for sport and fitness.", 0.6,
+        "benefits.md", 1)])
+    assert "€60" in alone and "**" not in alone, alone
 
 
 def test_a_yes_no_is_quoted_with_the_condition_beside_it():
