@@ -9,13 +9,14 @@ an acknowledgement ("thanks!", "got it 👍"), a statement, a message from anyon
 answer in that thread, one more than DOCSBOT_FOLLOWUP_HOURS after the bot's last answer to that
 person there, and any message in a channel whose access-file entry says `followups = false`.
 
-Such messages are dropped as they come: nothing is logged, stored or counted for them (the
-checks read the answer log, and write nothing). Only the thread tells a follow-up from a reply
-to someone else, and it is read only once the author is within the per-person rate limit (a
-person past it causes no Slack call): so a likely follow-up (`may_follow_up`) claims its message
-in the shared dedupe table (a retry or a second replica never answers it twice) and counts
-against that limit first, and one the thread shows answers someone else is dropped then, with
-one log line.
+Such messages are dropped as they come: nothing is logged or counted for them (the checks read
+the answer log), and nothing is stored beyond docsbot's record of its own threads
+(bot/threads.py). Only the thread tells a follow-up from a reply to someone else, and it is read
+(from that record: no Slack call for a thread docsbot answered in) only once the author is
+within the per-person rate limit: so a likely follow-up (`may_follow_up`) claims its message in
+the shared dedupe table (a retry or a second replica never answers it twice) and counts against
+that limit first, and one the thread shows answers someone else is dropped then, with one log
+line.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.conversation import History, from_the_bot, history_of, thread_messages
 from bot.services import Services
 from state.db import StateUnavailable
-from state.threads import answered_in_thread
+from state.threads import ThreadRecord, answered_in_thread
 
 log = logging.getLogger(__name__)
 
@@ -85,11 +86,14 @@ async def may_follow_up(services: Services, event: dict[str, Any]) -> bool:
         return False
 
 
-async def follow_up_history(client: AsyncWebClient, event: dict[str, Any], bot_user_id: str | None) -> History | None:
+async def follow_up_history(
+    client: AsyncWebClient, record: ThreadRecord, event: dict[str, Any], bot_user_id: str | None
+) -> History | None:
     """The thread as context when the event that `may_follow_up` is one (the message before it is
-    the bot's or the author's own), else None (it answers someone else)."""
+    the bot's or the author's own), else None (it answers someone else). Read from docsbot's
+    record of the thread, which it keeps for every thread it answered in (Slack only when not)."""
     channel, user, thread_ts, ts = event["channel"], event["user"], event["thread_ts"], event["ts"]
-    messages = await thread_messages(client, channel, thread_ts)
+    messages = await thread_messages(client, record, channel, thread_ts, ts, bot_user_id)
     earlier = [m for m in messages if float(m.get("ts", 0)) < float(ts)]
     if not earlier or not (from_the_bot(earlier[-1], bot_user_id) or earlier[-1].get("user") == user):
         return None
