@@ -29,7 +29,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks, surfaces, telemetry
-from bot.conversation import History
+from bot.conversation import History, ThreadUnreadable
 from bot.directory import Audience, Directory
 from bot.queue import AnswerQueue
 from bot.notes import Reply, Tell, ephemeral, in_conversation
@@ -56,6 +56,8 @@ RATE_LIMITED = "Slack is limiting how fast I can post here, so I couldn't post m
 NO_DM = "I couldn't open a direct message with you ({error}), so I can't answer there."
 TOO_LONG = ("Your question is {length:,} characters long; I answer questions of up to {limit:,} characters. "
             "Please shorten it and ask again.")
+THREAD_UNREAD = ("I couldn't read this thread just now, so I can't tell whether that was for me. "
+                 "Mention me in it to ask again.")
 NOT_IN_CHANNEL_ERRORS = {"not_in_channel", "channel_not_found"}
 # Abstentions a DM at the asker's own level could turn into an answer.
 _LEVEL_BOUND = {"no_access", "no_match", "declined"}
@@ -63,7 +65,8 @@ PANEL = Audience(Level.restricted, direct=True, reason="the assistant panel")  #
 
 
 # Reads the thread a question was asked in: its earlier turns, or None when the thread shows the
-# message was not for the bot (a follow-up that answers someone else).
+# message was not for the bot (a follow-up that answers someone else); ThreadUnreadable when that
+# is unknown.
 ThreadReader = Callable[[], Awaitable[History | None]]
 
 
@@ -149,7 +152,13 @@ class Answerer:
             return
         asker, audience = levels
         if thread is not None:
-            history = await thread()
+            try:
+                history = await thread()
+            except ThreadUnreadable as exc:  # never dropped unsaid: its asker may ask again
+                log.warning("a message in a thread of %s was not answered: the thread could not be read", exc)
+                telemetry.failed(surface, "thread_unread")
+                await tell(THREAD_UNREAD)
+                return
             if history is None:
                 log.info("not a question to the bot after all (the thread shows it answers someone else)")
                 return

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -27,6 +28,10 @@ _HISTORY_CHARS = 1000
 _SLACK_PAGE = 100
 
 
+class ThreadUnreadable(RuntimeError):
+    """Neither docsbot's record of a thread nor Slack could be read (each said why in a log line)."""
+
+
 def question_text(slack_text: str, bot_user_id: str | None) -> str:
     """The question in a message: without the bot's mention, Slack's escapes undone."""
     if bot_user_id:
@@ -38,46 +43,53 @@ async def thread_history(
     client: AsyncWebClient, record: ThreadRecord, channel: str, thread_ts: str, before_ts: str,
     bot_user_id: str | None,
 ) -> History:
-    """The thread's earlier messages as (speaker, text): untrusted context for a follow-up.
-
-    A failed lookup gives no history (the question is answered on its own)."""
+    """The thread's earlier messages as (speaker, text): untrusted context for a question asked
+    there. A failed lookup gives no history (the question is answered on its own)."""
     messages = await thread_messages(client, record, channel, thread_ts, before_ts, bot_user_id)
-    return history_of(messages, before_ts, bot_user_id)
+    return history_of(messages or [], before_ts, bot_user_id)
 
 
 async def thread_messages(
     client: AsyncWebClient, record: ThreadRecord, channel: str, thread_ts: str, before_ts: str,
     bot_user_id: str | None,
-) -> list[dict[str, Any]]:
-    """The thread's messages, oldest first: from docsbot's record when it keeps one, else from
-    Slack (then recorded from the message `before_ts` needs for its history on); none when
-    neither can be read."""
+) -> list[dict[str, Any]] | None:
+    """The messages of the thread docsbot was asked the question `before_ts` in, oldest first:
+    from docsbot's record when it keeps one, else from Slack (then recorded from the message
+    `before_ts` needs for its history on, that question marked as one); None when neither can
+    be read (one log line each)."""
     try:
         recorded = await record.messages(channel, thread_ts)
     except StateUnavailable as exc:
         log.warning("the thread record is unavailable, reading %s from Slack: %s", channel, exc)
-        return (await _from_slack(client, channel, thread_ts))[0]
+        read = await _from_slack(client, channel, thread_ts)
+        return None if read is None else read[0]
     if recorded is not None:
         return recorded
-    messages, whole = await _from_slack(client, channel, thread_ts)
+    read = await _from_slack(client, channel, thread_ts)
+    if read is None:
+        return None
+    messages, whole = read
     if messages and whole:
         kept = messages[_start_of_history(messages, before_ts, bot_user_id):]
         try:
-            await record.start(channel, thread_ts, [Posted.of(m, bot_user_id) for m in kept])
+            await record.start(channel, thread_ts, [
+                replace(Posted.of(m, bot_user_id), question=m.get("ts") == before_ts) for m in kept])
         except StateUnavailable as exc:
             log.warning("thread in %s not recorded: %s", channel, exc)
     return messages
 
 
-async def _from_slack(client: AsyncWebClient, channel: str, thread_ts: str) -> tuple[list[dict[str, Any]], bool]:
-    """The thread's first page as Slack gives it, oldest first (none when the lookup fails), and
+async def _from_slack(
+    client: AsyncWebClient, channel: str, thread_ts: str
+) -> tuple[list[dict[str, Any]], bool] | None:
+    """The thread's first page as Slack gives it, oldest first (None when the lookup fails), and
     whether that is the whole thread (a longer one is never recorded: its latest messages are not
     in its first page)."""
     try:
         response = await client.conversations_replies(channel=channel, ts=thread_ts, limit=_SLACK_PAGE)
     except SlackApiError as exc:
         log.warning("conversations.replies %s failed: %s", channel, exc.response.get("error"))
-        return [], False
+        return None
     messages: list[dict[str, Any]] = response.get("messages", [])
     return messages, not response.get("has_more")
 

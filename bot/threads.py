@@ -9,6 +9,7 @@ message missing, as when Slack never delivered it (every replica down)."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from state.db import StateUnavailable
@@ -33,10 +34,11 @@ def in_a_thread(event: dict[str, Any]) -> bool:
 
 
 async def took(record: ThreadRecord, event: dict[str, Any], bot_user_id: str | None) -> None:
-    """A message docsbot takes as a question: at the top level it starts its thread's record;
-    in a thread, it is recorded when that thread's record is kept."""
+    """A message docsbot takes as a question (a follow-up too, recorded as it came: now marked):
+    at the top level it starts its thread's record; in a thread, it is recorded when that
+    thread's record is kept. Its asker may follow up from now on, before the answer is posted."""
     thread_ts = event.get("thread_ts") or event["ts"]
-    message = Posted.of(event, bot_user_id)
+    message = replace(Posted.of(event, bot_user_id), question=True)
     try:
         if thread_ts == event["ts"]:
             await record.start(event["channel"], thread_ts, [message])

@@ -10,14 +10,17 @@ Tables:
 * `thread_messages`, one row per message in those threads (channel, ts): its author (`user`, and
   `bot_id` for an app's) and, for a person's or docsbot's own, its text as Slack gave it. Another
   app's message keeps no text: it is never a turn of the conversation (bot/conversation.py).
+  `question` marks a message docsbot took as a question to it (from the moment it starts
+  answering, on any replica), so its asker's follow-up written while that answer is still being
+  written is one (`asked_or_answered_in_thread`); once set it stays set.
 
 What people wrote here is as private as the docs: it is read only to answer in that same thread,
 never logged, and kept as long as the answer log keeps answers (`prune`, DOCSBOT_ANSWER_LOG_DAYS);
 a message deleted in Slack is deleted here, an edited one edited. Nothing is stored for a message
 in a thread docsbot takes no part in (the statement that would store it matches no thread).
 
-`answered_in_thread` reads the answer log: whether a reply there comes from someone docsbot
-answered, recently (bot/followups.py).
+`asked_or_answered_in_thread` reads the answer log and the record: whether a reply there comes
+from someone docsbot answered, or is answering, recently (bot/followups.py).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Index, String, Text, delete, exists, select, update
+from sqlalchemy import BigInteger, Boolean, Index, String, Text, delete, exists, false, or_, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
 from state.answers import AnswerRow
@@ -56,6 +59,7 @@ class ThreadMessageRow(Base):
     bot_id: Mapped[str] = mapped_column(String)  # another app's message ("" for a person's or docsbot's)
     text: Mapped[str] = mapped_column(Text)
     created_ms: Mapped[int] = mapped_column(BigInteger, index=True)
+    question: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())  # docsbot took it
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class Posted:
     user: str
     text: str
     bot_id: str = ""
+    question: bool = False  # docsbot took it as a question to it
 
     @classmethod
     def of(cls, message: dict[str, Any], bot_user_id: str | None) -> "Posted":
@@ -105,7 +110,8 @@ class ThreadRecord:
 
     async def note(self, channel: str, thread_ts: str, message: Posted) -> bool:
         """Record a message of a thread whose record is kept (else nothing: False); the same
-        message again (Slack's retry, or docsbot's answer replacing its placeholder) is rewritten."""
+        message again (Slack's retry, or docsbot's answer replacing its placeholder) is rewritten,
+        a `question` staying one (each replica records the event it got, in any order)."""
         return await self._put(channel, thread_ts, [message], start=False)
 
     @retry_insert_race
@@ -122,9 +128,11 @@ class ThreadRecord:
             for message in messages:
                 row = await session.get(ThreadMessageRow, (channel, message.ts))
                 if row is None:
-                    row = ThreadMessageRow(channel=channel, ts=message.ts, thread_ts=thread_ts, created_ms=now)
+                    row = ThreadMessageRow(channel=channel, ts=message.ts, thread_ts=thread_ts, created_ms=now,
+                                           question=False)
                     session.add(row)
                 row.user, row.bot_id, row.text = message.user, message.bot_id, message.text
+                row.question = row.question or message.question
         return True
 
     async def edited(self, channel: str, ts: str, text: str) -> None:
@@ -152,10 +160,16 @@ class ThreadRecord:
         return int(getattr(result, "rowcount", 0) or 0)
 
 
-async def answered_in_thread(db: StateDB, channel: str, thread_ts: str, asker: str, since_ms: int) -> bool:
-    """Whether an answer to `asker` was posted in the thread `thread_ts` of `channel` at or after
-    `since_ms` (epoch milliseconds). Raises StateUnavailable: the caller decides."""
+async def asked_or_answered_in_thread(db: StateDB, channel: str, thread_ts: str, asker: str, since_ms: int) -> bool:
+    """Whether, at or after `since_ms` (epoch milliseconds), an answer to `asker` was posted in
+    the thread `thread_ts` of `channel` (the answer log), or docsbot took a question of theirs
+    there (its record of the thread: that answer may still be being written, on any replica).
+    One statement: a thread reply that is no follow-up costs one query. Raises StateUnavailable: the caller decides."""
+    answered = exists().where(
+        AnswerRow.channel == channel, AnswerRow.thread_ts == thread_ts, AnswerRow.asker == asker,
+        AnswerRow.created_ms >= since_ms, AnswerRow.message_ts != "")
+    asked = exists().where(
+        ThreadMessageRow.channel == channel, ThreadMessageRow.thread_ts == thread_ts,
+        ThreadMessageRow.user == asker, ThreadMessageRow.question, ThreadMessageRow.created_ms >= since_ms)
     async with db.begin() as session:
-        return bool(await session.scalar(select(exists().where(
-            AnswerRow.channel == channel, AnswerRow.thread_ts == thread_ts, AnswerRow.asker == asker,
-            AnswerRow.created_ms >= since_ms, AnswerRow.message_ts != ""))))
+        return bool(await session.scalar(select(or_(answered, asked))))

@@ -34,7 +34,7 @@ from sqlalchemy import select
 
 from bot.local import demo
 from bot.app import EVENTS_PATH
-from bot.blocks import FEEDBACK_DOWN, THINKING
+from bot.blocks import FEEDBACK_DOWN, is_placeholder
 from bot.deliveries import SlackDeliveries, buttons
 from bot.local.standin import SlackStandIn, visible_text
 from eval.repos import commit_files
@@ -180,7 +180,7 @@ class Cluster:
                 if c["channel"] == channel and c["ts"] in placeholders]
 
     def bot_replies(self, channel: str) -> list[dict[str, Any]]:
-        return [m for m in self.standin.messages.get(channel, []) if m.get("bot_id") and m["text"] != THINKING]
+        return [m for m in self.standin.messages.get(channel, []) if m.get("bot_id") and not is_placeholder(m["text"])]
 
 
 @asynccontextmanager

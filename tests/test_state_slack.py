@@ -18,7 +18,7 @@ from sqlalchemy.engine import make_url
 
 from bot.local import demo
 from bot.access import load_access
-from bot.blocks import THINKING
+from bot.blocks import is_placeholder
 from bot.deliveries import buttons
 from bot.feedback import RETRY
 from bot.local.harness import LocalSlack, local_slack
@@ -36,7 +36,7 @@ def with_state(settings: Settings, url: str, **overrides: Any) -> Settings:
 
 def answers(local: LocalSlack) -> list[dict[str, Any]]:
     """Every answer (or abstention) the bot wrote, in any conversation."""
-    return [u for u in local.standin.calls_to("chat.update", ok_only=True) if u["text"] != THINKING]
+    return [u for u in local.standin.calls_to("chat.update", ok_only=True) if not is_placeholder(u["text"])]
 
 
 @asynccontextmanager

@@ -4,6 +4,8 @@ answered in read their context there, not from Slack's conversations.replies. Si
 shows them) to the real aiohttp app; the Slack stand-in counts the history calls."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from sqlalchemy import func, select
 
@@ -12,7 +14,7 @@ from bot.local import demo
 from bot.local.harness import LocalSlack
 from state.answers import AnswerRow
 from state.opening import open_state
-from state.threads import Posted, ThreadMessageRow, ThreadRecord
+from state.threads import Posted, ThreadMessageRow, ThreadRecord, asked_or_answered_in_thread
 from tests.support.slack import VPN, mention
 from tests.test_followups import FOLLOW_UP, asked, reply, thread_answers
 
@@ -137,3 +139,21 @@ async def test_the_record_is_kept_as_long_as_the_answer_log(state_url: str) -> N
 ])
 def test_another_apps_text_is_never_kept(message: dict[str, str], kept: dict[str, str]) -> None:
     assert Posted.of(message, "U_BOT").as_slack() == kept
+
+
+async def test_a_question_docsbot_took_lets_its_asker_follow_up_before_the_answer_is_posted(state_url: str) -> None:
+    """What the follow-up check reads on every replica: a question docsbot took (marked as it
+    starts answering) counts like a posted answer, and stays marked when another replica records
+    the same message again unmarked (Slack's retry, the `message` event of a mention)."""
+    db = await open_state(state_url)
+    try:
+        record, now_ms = ThreadRecord(db), int(time.time() * 1000)
+        await record.start("C1", "1.000001", [Posted("1.000001", "U1", "how do I set up the VPN?", question=True)])
+        await record.note("C1", "1.000001", Posted("1.000001", "U1", "how do I set up the VPN?"))
+        await record.note("C1", "1.000001", Posted("1.000002", "U2", "what about the hotel wifi?"))
+        assert await asked_or_answered_in_thread(db, "C1", "1.000001", "U1", now_ms - 60_000)
+        assert not await asked_or_answered_in_thread(db, "C1", "1.000001", "U2", now_ms - 60_000)  # never asked
+        assert not await asked_or_answered_in_thread(db, "C1", "1.000001", "U1", now_ms + 60_000)  # past the window
+        assert not await asked_or_answered_in_thread(db, "C2", "1.000001", "U1", now_ms - 60_000)
+    finally:
+        await db.close()

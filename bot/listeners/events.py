@@ -75,8 +75,7 @@ async def _answer(
         return
     tell = ephemeral(client, channel, user, root).tell
     text = question_text(event.get("text") or "", bot_user_id)
-    if way_in is not surfaces.FOLLOWUP:  # a follow-up was recorded as it came (`_in_a_thread`)
-        await threads.took(services.threads, event, bot_user_id)
+    await threads.took(services.threads, event, bot_user_id)
     if not text:
         await tell(EMPTY_MENTION)
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bot.blocks import THINKING
+from bot.blocks import is_placeholder
 from bot.local.harness import LocalSlack
 from foundation.settings import Settings
 from foundation.wiring import rag_config
@@ -40,7 +40,7 @@ async def mention(local: LocalSlack, user: str, channel: str, text: str, thread_
 
 def answers(local: LocalSlack, channel: str) -> list[dict[str, Any]]:
     """The bot's messages in a channel as they read now (placeholders replaced)."""
-    return [m for m in local.standin.messages[channel] if m.get("bot_id") and m["text"] != THINKING]
+    return [m for m in local.standin.messages[channel] if m.get("bot_id") and not is_placeholder(m["text"])]
 
 
 async def open_home(local: LocalSlack, user: str) -> dict[str, Any]:
