@@ -19,6 +19,10 @@ from sync.report import short_commit
 SECTION_LIMIT = 3000  # characters of text in one section block
 ANSWER_LIMIT = 9000  # the answer is cut here (3 sections), so a message stays far below ~12k
 FALLBACK_LIMIT = 3000  # `text` of chat.update must stay under 4,000
+# What docsbot adds to a message of its own (a slow answer's plan) stays within: its blocks as JSON
+# plus its `text`. Slack's undocumented limit (`msg_blocks_too_long`) was measured at ~13,200
+# characters (slackapi/bolt-js#2509); the stand-in enforces 13,000.
+MESSAGE_CHARS = 12_000
 MAX_CITATIONS = 10
 QUESTION_LIMIT = 2000  # characters of a question (the form's own limit); a longer one is refused
 

@@ -7,7 +7,8 @@ over the dev suite is (measured on a shared 2-core machine: docs-sync's 77 golde
 at most, tests/test_plan.py; mtrag-govt-dev's 79 1.6 s at most, p90 0.43 s; awsdocs-dev's 48
 0.03 s at most). From then on the placeholder shows the steps so far, and each change, through
 bot.progress (best-effort, coalesced, within its edit allowance). An answer whose plan was shown
-keeps it, each step finished or failed, above its text. Page titles in "reading <page>" are
+keeps it, each step finished or failed, above its text, when the message has room for it (a long
+answer keeps all of its text and sources instead). Page titles in "reading <page>" are
 those the answer is written from: at the conversation's level.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from bot.blocks import WORKING
+from bot.blocks import MESSAGE_CHARS, WORKING
 from rag import Step
 
 PLAN_AFTER_S = 2.0
@@ -87,7 +88,9 @@ def _task_id(n: int, step: Step) -> str:
 
 
 def with_plan(message: dict[str, Any], block: dict[str, Any] | None, max_blocks: int = 50) -> dict[str, Any]:
-    """The answer `message` with its finished plan above its text (when it has room)."""
+    """The answer `message` with its finished plan above its text, when it has room (blocks and
+    size: a long answer keeps its whole text and sources rather than its plan)."""
     if block is None or len(message["blocks"]) >= max_blocks:
         return message
-    return {**message, "blocks": [block, *message["blocks"]]}
+    planned = {**message, "blocks": [block, *message["blocks"]]}
+    return planned if len(json.dumps(planned["blocks"])) + len(planned["text"]) <= MESSAGE_CHARS else message

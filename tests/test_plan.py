@@ -84,6 +84,24 @@ async def test_a_model_that_fails_shows_the_step_that_failed(
         assert tasks(kept)["Checking citations"] == "error" and tasks(kept)["Searching the docs"] == "complete"
 
 
+async def test_a_slow_long_answer_keeps_its_text_rather_than_its_plan(
+    sample_engine: Engine, settings: Settings, openai_standin: OpenAIStandIn
+) -> None:
+    """An answer as long as a message may hold, written slowly: its plan showed, and the answer
+    posted is its whole text and sources, without the plan (Slack would refuse both together:
+    msg_blocks_too_long; before, the answer failed with that)."""
+    openai_standin.reply = lambda messages: "All of this is in the VPN guide [1]. " * 600
+    openai_standin.delay_s = 3.0
+    settings = model_settings(settings, openai_standin, llm_stream=False)
+    async with local_slack(settings, with_model(sample_engine, settings)) as local:
+        await mention(local, demo.BOB, demo.GENERAL, VPN)
+        await local.settle()
+        assert [p["title"] for p in plans(local.standin.calls_to("chat.update", ok_only=True))][0] == TITLE_WORKING
+        [answer] = answers(local, demo.GENERAL)
+        assert plans([answer]) == [] and "*Sources*" in visible_text(answer)
+        assert visible_text(answer).count("All of this is in the VPN guide") > 200
+
+
 async def test_a_fast_answer_never_shows_a_plan(local) -> None:  # type: ignore[no-untyped-def]
     for channel in (demo.GENERAL, demo.ENG):
         await mention(local, demo.BOB, channel, VPN)
