@@ -7,6 +7,7 @@ from typing import Any
 
 from bot.blocks import is_placeholder
 from bot.local.harness import LocalSlack
+from bot.local.standin import SlackStandIn
 from foundation.settings import Settings
 from foundation.wiring import rag_config
 from rag.engine import Engine
@@ -36,6 +37,12 @@ async def mention(local: LocalSlack, user: str, channel: str, text: str, thread_
     delivered = await local.slack.event(local.slack.mention(user, channel, text, ts, thread_ts), event_id)
     assert delivered.status == 200, delivered.body
     return ts, delivered.seconds
+
+
+def final_updates(standin: SlackStandIn) -> list[dict[str, Any]]:
+    """The chat.update calls that gave a placeholder its final form (an answer, an abstention, a
+    note), in any conversation; not its progress (a place in line, a slow answer's plan)."""
+    return [u for u in standin.calls_to("chat.update", ok_only=True) if not is_placeholder(u["text"])]
 
 
 def answers(local: LocalSlack, channel: str) -> list[dict[str, Any]]:
