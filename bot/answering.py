@@ -29,20 +29,22 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks, surfaces, telemetry
-from bot.conversation import History
+from bot.conversation import History, ThreadUnreadable
 from bot.directory import Audience, Directory
 from bot.queue import AnswerQueue
 from bot.notes import Reply, Tell, ephemeral, in_conversation
 from bot.placeholders import Placeholder, Placeholders
+from bot.plan import Plan, with_plan
 from bot.progress import Progress
 from bot.ratelimits import Budget, Lanes, RateLimited, own_retries
 from bot.streaming import StreamedReply
 from bot.surfaces import Surface
-from rag import Answer, Engine, Level, TextSink
+from rag import Answer, Engine, Level, StepSink, TextSink
 from rag.site_links import site_pages
 from state.answers import AnswerLog
 from state.db import StateUnavailable
 from state.placeholders import PlaceholderJournal
+from state.threads import Posted, ThreadRecord
 from state.ratelimit import RateLimit
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,8 @@ RATE_LIMITED = "Slack is limiting how fast I can post here, so I couldn't post m
 NO_DM = "I couldn't open a direct message with you ({error}), so I can't answer there."
 TOO_LONG = ("Your question is {length:,} characters long; I answer questions of up to {limit:,} characters. "
             "Please shorten it and ask again.")
+THREAD_UNREAD = ("I couldn't read this thread just now, so I can't tell whether that was for me. "
+                 "Mention me in it to ask again.")
 NOT_IN_CHANNEL_ERRORS = {"not_in_channel", "channel_not_found"}
 # Abstentions a DM at the asker's own level could turn into an answer.
 _LEVEL_BOUND = {"no_access", "no_match", "declined"}
@@ -61,7 +65,8 @@ PANEL = Audience(Level.restricted, direct=True, reason="the assistant panel")  #
 
 
 # Reads the thread a question was asked in: its earlier turns, or None when the thread shows the
-# message was not for the bot (a follow-up that answers someone else).
+# message was not for the bot (a follow-up that answers someone else); ThreadUnreadable when that
+# is unknown.
 ThreadReader = Callable[[], Awaitable[History | None]]
 
 
@@ -77,6 +82,14 @@ class Question:
     thread_ts: str | None  # root of the thread the answer goes in; None: top level (a DM)
     history: History = field(default_factory=list)
     team: str = ""  # the asker's workspace (a streamed reply names its recipient)
+    # The channel the asker looks at in docsbot's agent view (bot/agent_view.py): the answer, in
+    # their DM, is for that channel's readers and scope. "": the conversation's own.
+    viewing: str = ""
+
+    @property
+    def readers(self) -> str:
+        """The conversation whose readers (and scope) the answer is for."""
+        return self.viewing or self.channel
 
 
 class Answerer:
@@ -90,6 +103,7 @@ class Answerer:
         queue: AnswerQueue,
         stream_replies: bool = True,
         journal: PlaceholderJournal | None = None,
+        threads: ThreadRecord | None = None,
     ) -> None:
         self.client = client
         self.engine = engine
@@ -102,6 +116,9 @@ class Answerer:
         self.placeholders = Placeholders(journal)
         self.lanes = Lanes()  # what Slack said about its rate limits, per bucket
         self.progress = Progress(client, self.lanes, self.placeholders)
+        # docsbot's record of its threads: its announcements and answers are recorded there
+        self.threads = threads if threads is not None else ThreadRecord(answer_log.db, answer_log.retention_days)
+        self.bot_user_id: str | None = None  # this bot's user (auth.test's), learnt from Bolt (bot.middleware)
 
     # -- delivering answers ------------------------------------------------------------------------
     async def answer_in_conversation(self, q: Question, tell: Tell, way_in: Surface | None = None,
@@ -135,14 +152,22 @@ class Answerer:
             return
         asker, audience = levels
         if thread is not None:
-            history = await thread()
+            try:
+                history = await thread()
+            except ThreadUnreadable as exc:  # never dropped unsaid: its asker may ask again
+                log.warning("a message in a thread of %s was not answered: the thread could not be read", exc)
+                telemetry.failed(surface, "thread_unread")
+                await tell(THREAD_UNREAD)
+                return
             if history is None:
                 log.info("not a question to the bot after all (the thread shows it answers someone else)")
                 return
             q = replace(q, history=history)
         try:
             if way_in.announce is not None:
-                q = replace(q, thread_ts=await self.post(q.channel, None, way_in.announce))
+                root = await self.post(q.channel, None, way_in.announce)
+                q = replace(q, thread_ts=root)
+                await self._record(q.channel, root, root, way_in.announce["text"], start=True)
             placeholder = Placeholder(q.channel, q.thread_ts, surface, asker=q.user, question=q.text)
             answered = await self._answer_into(placeholder, q, asker, audience, tell, panel)
         except NotInChannel:
@@ -180,6 +205,7 @@ class Answerer:
         self, placeholder: Placeholder, q: Question, asker: Level, audience: Audience, tell: Tell, panel: bool
     ) -> tuple[Answer, str, Audience] | None:
         stream = StreamedReply(self.client, q, self._can_stream(q))
+        plan = Plan(lambda message, key: self.progress.show_message(placeholder, message, key))
         try:
             async with self.queue.turn(q.user, lambda ahead: self._show(placeholder, blocks.in_line(ahead))) as turn:
                 if not turn.admitted:
@@ -194,10 +220,11 @@ class Answerer:
                 telemetry.waited_in_line(turn.waited_s)
                 if not panel or placeholder.ts is not None:
                     await self._show(placeholder, blocks.THINKING)
+                    plan.start()  # a slow answer shows its steps there (bot/plan.py)
                 else:
                     self.progress.forget(placeholder)  # the status line says it now: no place in line is posted
                 with own_retries():  # a streamed reply never sleeps on Slack's Retry-After in the slot
-                    answer, audience = await self._ask_for_readers(q, asker, audience, stream)
+                    answer, audience = await self._ask_for_readers(q, asker, audience, stream, plan)
         except Exception as exc:
             if placeholder.ts is None and isinstance(exc, (NotInChannel, SlackApiError)):
                 raise  # nothing was posted: the caller answers privately or tells the asker
@@ -205,10 +232,14 @@ class Answerer:
             telemetry.failed(placeholder.surface, "error")
             await self._fail(placeholder, stream, tell)
             return None
+        finally:
+            plan.stop()
         audience_level = asker if audience.direct else audience.level
         answer_id = telemetry.answer_id()
-        message = blocks.answer_message(answer, answer_id, native_feedback=panel,
-                                        pages=site_pages(self.engine.config.links))
+        message = with_plan(blocks.answer_message(answer, answer_id, native_feedback=panel,
+                                                  pages=site_pages(self.engine.config.links)), plan.finished())
+        if q.viewing:
+            message = blocks.answered_for(message, q.viewing)
         ts = await stream.finish(message) if stream.started else None
         if ts is not None:
             await self._end(placeholder, None, tell)
@@ -218,12 +249,13 @@ class Answerer:
             telemetry.answered(placeholder.surface, answer, ts)
             # posted, then logged
             await self._log(q, answer, answer_id, asker, audience_level, ts, audience.public_channel)
+            await self._record(q.channel, q.thread_ts, ts, message["text"])
         else:
             telemetry.failed(placeholder.surface, "error")
         return answer, answer_id, audience
 
     async def _ask_for_readers(
-        self, q: Question, asker: Level, audience: Audience, stream: StreamedReply
+        self, q: Question, asker: Level, audience: Audience, stream: StreamedReply, plan: Plan,
     ) -> tuple[Answer, Audience]:
         """The answer at the level the conversation's readers allow once it is written, and that
         audience. Before anything of it is shown the audience is looked up again (what any replica
@@ -233,7 +265,7 @@ class Answerer:
         lowers the level, so this ends."""
         while True:
             level = audience.cap(asker)
-            answer = await self._ask(q, level, self._sink(q, asker, audience, stream), asker)
+            answer = await self._ask(q, level, self._sink(q, asker, audience, stream), asker, plan.on_step)
             if audience.direct:
                 return answer, audience
             now = await self._audience_now(q, asker)
@@ -241,6 +273,7 @@ class Answerer:
                 return answer, audience
             log.info("the audience in %s dropped to %s while answering: answered again", q.channel, now.level.name)
             await stream.abandon()
+            plan.restart()
             audience = now
 
     def _sink(self, q: Question, asker: Level, audience: Audience, stream: StreamedReply) -> TextSink | None:
@@ -263,7 +296,7 @@ class Answerer:
 
     async def _audience_now(self, q: Question, asker: Level) -> Audience:
         await self.directory.follow_changes()
-        return await self.directory.audience(q.channel, asker)
+        return await self.directory.audience(q.readers, asker)
 
     async def _fail(self, placeholder: Placeholder, stream: StreamedReply, tell: Tell) -> None:
         await stream.abandon()
@@ -318,7 +351,7 @@ class Answerer:
         asker = await self.directory.user_level(q.user)
         if asker is None:
             return None
-        return asker, PANEL if panel else await self.directory.audience(q.channel, asker)
+        return asker, PANEL if panel else await self.directory.audience(q.readers, asker)
 
     async def _admitted(self, user: str, tell: Tell) -> tuple[bool, bool]:
         """(admitted, whether the state database answered): the per-user limit, shared by all
@@ -338,15 +371,16 @@ class Answerer:
         """Streams are replies in a thread; elsewhere (a DM's top level) the placeholder is updated."""
         return self.stream_replies and q.thread_ts is not None
 
-    async def _ask(self, q: Question, level: Level, on_text: TextSink | None, asker: Level | None = None) -> Answer:
+    async def _ask(self, q: Question, level: Level, on_text: TextSink | None, asker: Level | None = None,
+                   on_step: StepSink | None = None) -> Answer:
         """The engine's answer at `level`, from the docs in the asker's language (their Slack
         locale, cached with their level) where a page has it, else in the docs' default. `asker`:
         the asker's level, when the conversation's is lower (what decides the DM offer is counted
         up to it: rag/engine.py)."""
         language = await self.directory.user_language(q.user)
-        scope = self.directory.policy.rules(q.channel).scope  # a channel's part of the docs (bot/channel_rules.py)
+        scope = self.directory.policy.rules(q.readers).scope  # a channel's part of the docs (bot/channel_rules.py)
         answer = await self.engine.ask(q.text, level, q.history, on_text=on_text, language=language, scope=scope,
-                                       asker=asker)
+                                       asker=asker, on_step=on_step)
         if answer.abstain_reason:
             log.info("abstained (%s): %s", answer.abstain_reason, answer.detail)
         return answer
@@ -360,15 +394,34 @@ class Answerer:
             await self.answer_log.record(
                 answer, asker=q.user, asker_level=asker.name, audience_level=audience.name, channel=q.channel,
                 message_ts=ts, thread_ts=q.thread_ts, history=q.history, index_commit=answer.index_commit,
-                answer_id=answer_id, public_channel=public_channel,
+                # asked in a DM, whatever channel its asker viewed: never public
+                answer_id=answer_id, public_channel=public_channel and not q.viewing,
             )
         except StateUnavailable as exc:
             log.warning("could not log answer %s: %s", answer_id, exc)
         except Exception:
             log.exception("could not log answer %s", answer_id)
 
+    async def _record(self, channel: str, thread_ts: str | None, ts: str, text: str, start: bool = False) -> None:
+        """What docsbot posted in a thread, in its record of the thread (when it keeps one, or
+        `start`s it: the root of a `/docs` question's thread)."""
+        if thread_ts is None:
+            return
+        try:
+            if self.bot_user_id is None:
+                self.bot_user_id = (await self.client.auth_test())["user_id"]
+            posted = Posted(ts, self.bot_user_id or "", text)
+            if start:
+                await self.threads.start(channel, thread_ts, [posted])
+            else:
+                await self.threads.note(channel, thread_ts, posted)
+        except (StateUnavailable, SlackApiError) as exc:
+            log.warning("docsbot's message in %s was not recorded in its thread: %s", channel, exc)
+
     async def _offer_dm(self, q: Question, answer_id: str, audience: Audience) -> None:
-        reason = f"This is {audience.reason}: not everyone here may read all the docs you can."
+        reason = (f"I answered for <#{q.viewing}>, the channel you're looking at: not everyone there may read all "
+                  "the docs you can." if q.viewing else
+                  f"This is {audience.reason}: not everyone here may read all the docs you can.")
         await ephemeral(self.client, q.channel, q.user, q.thread_ts).reply(blocks.dm_offer(answer_id, reason))
 
     # -- the placeholder: shown (posted, then updated) and ended in one place each -----------------

@@ -19,6 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.access import AccessFile, AccessPolicy, tell_admins
 from bot.answering import Answerer
+from bot.unfurls import Unfurler
 from bot.directory import Directory
 from bot.http_guard import ConnectionGuard
 from bot.health import Readiness, health_routes, refuse_while_stopping, standard_checks
@@ -33,7 +34,9 @@ from bot.telemetry import ObservedWebClient, request_kind, slack_request
 from bot.work import BackgroundWork
 from foundation.settings import Settings
 from rag import Engine, bulk_threads
+from state.agent_views import AgentViews
 from state.answers import AnswerLog
+from state.threads import ThreadRecord
 from state.audience import AudienceChanges
 from state.db import StateDB
 from state.dedupe import Dedupe
@@ -98,6 +101,7 @@ def build_bot(
         AnswerQueue(settings.bot_max_concurrent_answers, settings.queue_max, settings.queue_wait_s),
         stream_replies=settings.llm_stream,
         journal=journal,
+        threads=ThreadRecord(state, settings.answer_log_days),
     )
     services = Services(
         settings=settings,
@@ -109,6 +113,8 @@ def build_bot(
         dedupe=Dedupe(state),
         status=lambda details: status_text(engine.store, state, details),
         tokens=McpTokens(state, settings.mcp_token_days),
+        unfurler=Unfurler(engine, settings.review_days),
+        agent_views=AgentViews(state),
         run_sync=run_sync,
         recovery=Recovery(client, journal),
         state_file=FileWatch.of(state),

@@ -19,6 +19,10 @@ from sync.report import short_commit
 SECTION_LIMIT = 3000  # characters of text in one section block
 ANSWER_LIMIT = 9000  # the answer is cut here (3 sections), so a message stays far below ~12k
 FALLBACK_LIMIT = 3000  # `text` of chat.update must stay under 4,000
+# What docsbot adds to a message of its own (a slow answer's plan) stays within: its blocks as JSON
+# plus its `text`. Slack's undocumented limit (`msg_blocks_too_long`) was measured at ~13,200
+# characters (slackapi/bolt-js#2509); the stand-in enforces 13,000.
+MESSAGE_CHARS = 12_000
 MAX_CITATIONS = 10
 QUESTION_LIMIT = 2000  # characters of a question (the form's own limit); a longer one is refused
 
@@ -32,6 +36,7 @@ ASK_FORM = "docs_ask"
 QUESTION_INPUT = "question"
 
 THINKING = "Looking through the docs…"
+WORKING = "Working on it…"  # the text of a slow answer's placeholder showing its plan (bot/plan.py)
 SOURCES = "*Sources*"
 # Under a not-sure reply (Answer.confidence): the passage is the closest the docs hold, not a sure answer.
 NOT_SURE_CONTEXT = ("⚠️ Not a sure answer: this is the closest passage in the docs, quoted as written. "
@@ -92,8 +97,8 @@ def in_line(ahead: int) -> str:
 
 
 def is_placeholder(text: str) -> bool:
-    """A placeholder of ours (thinking, or a place in line): not part of a thread's history."""
-    return text == THINKING or text.startswith(IN_LINE[:14])
+    """A placeholder of ours (thinking, a plan, or a place in line): not part of a thread's history."""
+    return text in (THINKING, WORKING) or text.startswith(IN_LINE[:14])
 
 
 def button(label: str, action_id: str, value: str, style: str | None = None) -> Block:
@@ -104,7 +109,8 @@ def button(label: str, action_id: str, value: str, style: str | None = None) -> 
     return element
 
 
-def _link(url: str, label: str) -> str:
+def link(url: str, label: str) -> str:
+    """A Slack link to `url` labelled `label` (escaped already); anything but a web URL is its label."""
     if not url.startswith(("https://", "http://")):
         return label
     safe = quote(url, safe=":/?#[]@!$&'()*+,;=%~")  # spaces, controls, <, > and | percent-encoded
@@ -113,7 +119,7 @@ def _link(url: str, label: str) -> str:
 
 def _where(c: Citation) -> str:
     """The section's name, linked to its page on the docs site, else to the commit permalink."""
-    return _link(c.page_url or c.url, escape(f"{c.title} › {c.section}" if c.section else c.title))
+    return link(c.page_url or c.url, escape(f"{c.title} › {c.section}" if c.section else c.title))
 
 
 def citation_line(c: Citation) -> str:
@@ -127,7 +133,7 @@ def citation_line(c: Citation) -> str:
     if c.version:
         bits.append(f"v{escape(c.version)}")
     if c.commit and c.page_url and c.url.startswith(("https://", "http://")):
-        bits.append(_link(c.url, f"commit {escape(short_commit(c.commit))}"))
+        bits.append(link(c.url, f"commit {escape(short_commit(c.commit))}"))
     elif c.commit:
         bits.append(f"`{escape(short_commit(c.commit))}`")
     if c.commit_date:
@@ -197,13 +203,22 @@ def answer_body(answer: Answer, pages: Pages | None = None) -> str:
     return escape(abstention_text(answer))
 
 
+def answered_for(message: dict[str, Any], channel: str) -> dict[str, Any]:
+    """An answer in docsbot's agent view given for the channel its asker looks at: a context line
+    (above its feedback controls) says so."""
+    note = {"type": "context", "elements": [{"type": "mrkdwn", "text": (
+        f"Answered for <#{channel}>, the channel you're looking at: from its docs, at what its readers may read.")}]}
+    return {**message, "blocks": [*message["blocks"][:-1], note, message["blocks"][-1]]}
+
+
 def after_text(message: dict[str, Any]) -> list[Block]:
-    """The blocks of an answer message after its text (sources, feedback): what a streamed
-    answer gets when it stops."""
-    blocks = message["blocks"]
+    """The blocks of an answer message besides its text (its plan, sources, feedback): what a
+    streamed answer gets when it stops."""
+    plan = [b for b in message["blocks"] if b["type"] == "plan"]
+    blocks = [b for b in message["blocks"] if b["type"] != "plan"]
     first = next((i for i, b in enumerate(blocks) if b["type"] != "section" or b["text"]["text"].startswith(SOURCES)),
                  len(blocks))
-    return blocks[first:]
+    return plan + blocks[first:]
 
 
 def notice(text: str, echoes_user: bool = False) -> dict[str, Any]:

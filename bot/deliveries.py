@@ -81,6 +81,19 @@ class SlackDeliveries:
         headers = {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"} if retry else None
         return await self.post(self.event_body(event, event_id), "application/json", headers=headers)
 
+    async def context_changed(self, user: str, channel: str | None) -> Delivered:
+        """`user` looks at `channel` (None: nothing) while docsbot's agent view is open, as Slack's
+        reference shows `app_context_changed`: the person in the envelope's authorizations."""
+        entities = [{"type": "slack#/types/channel_id", "value": channel, "team_id": self.team_id}]
+        body = json.dumps({
+            "token": "unused", "team_id": self.team_id, "api_app_id": "A_DOCSBOT", "type": "event_callback",
+            "event": {"type": "app_context_changed", "context": {"entities": entities} if channel else {}},
+            "event_id": self.new_id("Ev"), "event_time": int(time.time()),
+            "authorizations": [{"team_id": self.team_id, "user_id": user, "is_bot": False,
+                                "is_enterprise_install": False}],
+        })
+        return await self.post(body, "application/json")
+
     def mention(self, user: str, channel: str, text: str, ts: str, thread_ts: str | None = None) -> dict[str, Any]:
         event = {"type": "app_mention", "user": user, "text": f"<@{self.bot_user_id}> {text}", "ts": ts,
                  "team": self.team_id, "channel": channel, "event_ts": ts}

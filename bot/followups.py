@@ -6,16 +6,18 @@ What is never a follow-up: a message that mentions anyone (the bot's own mention
 `app_mention`, answered as such; another person's, or @here, is addressed to them), one that
 answers someone else in the thread (the message before it is neither the bot's nor the asker's),
 an acknowledgement ("thanks!", "got it 👍"), a statement, a message from anyone the bot did not
-answer in that thread, one more than DOCSBOT_FOLLOWUP_HOURS after the bot's last answer to that
-person there, and any message in a channel whose access-file entry says `followups = false`.
+answer (nor start answering) in that thread, one more than DOCSBOT_FOLLOWUP_HOURS after the bot's
+last answer to that person there (or question of theirs it took), and any message in a channel
+whose access-file entry says `followups = false`.
 
-Such messages are dropped as they come: nothing is logged, stored or counted for them (the
-checks read the answer log, and write nothing). Only the thread tells a follow-up from a reply
-to someone else, and it is read only once the author is within the per-person rate limit (a
-person past it causes no Slack call): so a likely follow-up (`may_follow_up`) claims its message
-in the shared dedupe table (a retry or a second replica never answers it twice) and counts
-against that limit first, and one the thread shows answers someone else is dropped then, with
-one log line.
+Such messages are dropped as they come: nothing is logged or counted for them (the checks read
+the answer log), and nothing is stored beyond docsbot's record of its own threads
+(bot/threads.py). Only the thread tells a follow-up from a reply to someone else, and it is read
+(from that record: no Slack call for a thread docsbot answered in) only once the author is
+within the per-person rate limit: so a likely follow-up (`may_follow_up`) claims its message in
+the shared dedupe table (a retry or a second replica never answers it twice) and counts against
+that limit first, and one the thread shows answers someone else is dropped then, with one log
+line.
 """
 from __future__ import annotations
 
@@ -26,10 +28,10 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.conversation import History, from_the_bot, history_of, thread_messages
+from bot.conversation import History, ThreadUnreadable, from_the_bot, history_of, thread_messages
 from bot.services import Services
 from state.db import StateUnavailable
-from state.threads import answered_in_thread
+from state.threads import ThreadRecord, asked_or_answered_in_thread
 
 log = logging.getLogger(__name__)
 
@@ -70,26 +72,33 @@ def candidate(event: dict[str, Any]) -> bool:
 
 
 async def may_follow_up(services: Services, event: dict[str, Any]) -> bool:
-    """Whether the `candidate` event may be a follow-up, before Slack is asked for the thread:
-    follow-ups are on in the channel and the bot answered its author in this thread within
-    DOCSBOT_FOLLOWUP_HOURS."""
+    """Whether the `candidate` event may be a follow-up, before the thread is read: follow-ups
+    are on in the channel and, within DOCSBOT_FOLLOWUP_HOURS, the bot answered its author in
+    this thread or took a question of theirs there (the answer may still be being written, on
+    this replica or another: a follow-up written meanwhile is one too)."""
     channel, user, thread_ts = event["channel"], event["user"], event["thread_ts"]
     hours = services.settings.followup_hours
     if hours <= 0 or not services.policy.rules(channel).followups:
         return False
     since_ms = int((time.time() - hours * 3600) * 1000)
     try:
-        return await answered_in_thread(services.answer_log.db, channel, thread_ts, user, since_ms)
+        return await asked_or_answered_in_thread(services.answer_log.db, channel, thread_ts, user, since_ms)
     except StateUnavailable as exc:  # fail closed: a follow-up unanswered, never a stranger's message
         log.warning("a thread reply was not checked for a follow-up: %s", exc)
         return False
 
 
-async def follow_up_history(client: AsyncWebClient, event: dict[str, Any], bot_user_id: str | None) -> History | None:
+async def follow_up_history(
+    client: AsyncWebClient, record: ThreadRecord, event: dict[str, Any], bot_user_id: str | None
+) -> History | None:
     """The thread as context when the event that `may_follow_up` is one (the message before it is
-    the bot's or the author's own), else None (it answers someone else)."""
+    the bot's or the author's own), else None (it answers someone else). Read from docsbot's
+    record of the thread, which it keeps for every thread it answered in (Slack only when not).
+    ThreadUnreadable when neither could be read: whether it is a follow-up is then unknown."""
     channel, user, thread_ts, ts = event["channel"], event["user"], event["thread_ts"], event["ts"]
-    messages = await thread_messages(client, channel, thread_ts)
+    messages = await thread_messages(client, record, channel, thread_ts, ts, bot_user_id)
+    if messages is None:
+        raise ThreadUnreadable(channel)
     earlier = [m for m in messages if float(m.get("ts", 0)) < float(ts)]
     if not earlier or not (from_the_bot(earlier[-1], bot_user_id) or earlier[-1].get("user") == user):
         return None

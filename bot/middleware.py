@@ -25,6 +25,7 @@ def attach(services: Services) -> Middleware:
         authorized = context.authorize_result  # Bolt's auth.test of the bot token, made before any listener
         if authorized is not None and authorized.bot_user_id:
             services.answerer.directory.installed_by(authorized.team_id or "", authorized.enterprise_id or "")
+            services.answerer.bot_user_id = authorized.bot_user_id
         await next()
 
     return attach_services
@@ -50,8 +51,9 @@ def drop_retries(services: Services) -> Middleware:
     Only a retry waits for the state database before its ack: a first delivery records its
     event id in the background (a retry comes seconds later, after Slack's 3 s ack timeout).
 
-    A message in a channel is left to its listener: nothing is recorded for the many that are
-    not follow-ups, and a follow-up claims its message, which a retry then finds taken."""
+    A message in a channel is left to its listener: no event id is recorded for the many that are
+    not follow-ups (a retry of one is recorded in docsbot's thread record once: bot/threads.py),
+    and a follow-up claims its message, which a retry then finds taken."""
 
     async def drop_retried_events(
         body: dict[str, Any], request: AsyncBoltRequest, next: Callable[[], Awaitable[Any]]

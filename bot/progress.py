@@ -1,4 +1,5 @@
-"""Best-effort progress in placeholders: the place in line, then "Looking through the docs…".
+"""Best-effort progress in placeholders: the place in line, then "Looking through the docs…", and
+the plan of a slow answer (bot/plan.py).
 
 Slack allows `chat.update` about 50 calls a minute for the whole workspace, and the answers need
 them: 200 people in line would otherwise edit their placeholders over a thousand times while the
@@ -16,6 +17,7 @@ import contextvars
 import logging
 import time
 from contextlib import suppress
+from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
@@ -57,7 +59,8 @@ class Progress:
         self.lanes = lanes
         self.placeholders = placeholders
         self._edits = _Allowance(PROGRESS_EDITS_PER_MINUTE, _EDITS_BURST)
-        self._pending: dict[Placeholder, str] = {}  # in the order they first became pending
+        # (what it shows, the message) by placeholder, in the order they first became pending
+        self._pending: dict[Placeholder, tuple[str, dict[str, Any]]] = {}
         self._sending: Placeholder | None = None
         self._sent: asyncio.Future[None] | None = None
         self._wake = asyncio.Event()
@@ -65,12 +68,16 @@ class Progress:
 
     def show(self, placeholder: Placeholder, text: str) -> None:
         """Show `text` in the placeholder when Slack allows (posting it if it is not yet posted)."""
+        self.show_message(placeholder, blocks.notice(text), text)
+
+    def show_message(self, placeholder: Placeholder, message: dict[str, Any], key: str) -> None:
+        """Show `message` (`key` says what it shows: the same key again is no edit) likewise."""
         if placeholder.ended:
             return
-        if placeholder.ts is not None and text == placeholder.shown:
+        if placeholder.ts is not None and key == placeholder.shown:
             self._pending.pop(placeholder, None)
             return
-        self._pending[placeholder] = text
+        self._pending[placeholder] = (key, message)
         self._wake.set()
         if self._task is None or self._task.done():
             # A context of its own: the task outlives the question that started it.
@@ -96,15 +103,15 @@ class Progress:
                 with suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), _IDLE_LOOK_S)
                 continue
-            text = self._pending.pop(placeholder)
+            pending = self._pending.pop(placeholder)
             self._sending, self._sent = placeholder, asyncio.get_running_loop().create_future()
             try:
-                shown = await self._send(placeholder, text)
+                shown = await self._send(placeholder, *pending)
             finally:
                 self._sent.set_result(None)
                 self._sending = None
             if not shown and not placeholder.ended:
-                self._pending.setdefault(placeholder, text)  # refused (429): later, unless superseded
+                self._pending.setdefault(placeholder, pending)  # refused (429): later, unless superseded
 
     def _next(self) -> Placeholder | None:
         """The first pending placeholder whose bucket is free (and, for an edit, within the allowance)."""
@@ -116,9 +123,8 @@ class Progress:
                 return placeholder
         return None
 
-    async def _send(self, placeholder: Placeholder, text: str) -> bool:
+    async def _send(self, placeholder: Placeholder, key: str, message: dict[str, Any]) -> bool:
         """One try: False when Slack refused it with a 429; errors are logged and the text dropped."""
-        message = blocks.notice(text)
         channel = placeholder.channel
         try:
             if placeholder.ts is None:
@@ -139,5 +145,5 @@ class Progress:
         except (aiohttp.ClientError, TimeoutError) as exc:
             log.warning("could not show progress in %s: %s", channel, exc)
         else:
-            placeholder.shown = text
+            placeholder.shown = key
         return True

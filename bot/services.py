@@ -11,13 +11,16 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from bot.access import AccessFile, AccessPolicy
 from bot.answering import Answerer
 from bot.recovery import Recovery
+from bot.unfurls import Unfurler
 from bot.work import BackgroundWork, every
 from foundation.settings import Settings
 from rag import Engine
+from state.agent_views import AgentViews
 from state.answers import AnswerLog
 from state.db import StateUnavailable
 from state.dedupe import Dedupe
 from state.file_watch import FileWatch
+from state.threads import ThreadRecord
 from state.tokens import McpTokens
 
 log = logging.getLogger(__name__)
@@ -39,9 +42,16 @@ class Services:
     dedupe: Dedupe
     status: Callable[[bool], Awaitable[str]]  # `/docs status`; True: with the details admins see
     tokens: McpTokens  # personal tokens for AI agents (`/docs token`, agents/http.py)
+    unfurler: Unfurler  # docs links pasted in Slack (bot/unfurls.py)
+    agent_views: AgentViews  # what each person looks at in docsbot's agent view (bot/agent_view.py)
     run_sync: SyncCommand | None = None
     recovery: Recovery | None = None  # ends the placeholders of a process that died (bot.serve runs it)
     state_file: FileWatch | None = None  # a SQLite state file deleted while in use is restored (readiness)
+
+    @property
+    def threads(self) -> ThreadRecord:
+        """docsbot's record of its threads (bot/threads.py keeps it, bot/conversation.py reads it)."""
+        return self.answerer.threads
 
     @property
     def policy(self) -> AccessPolicy:
@@ -72,9 +82,12 @@ class Services:
             return True
 
     async def prune(self) -> None:
-        """Delete expired answers (keeping unreviewed 👎) and expired dedupe keys."""
+        """Delete expired answers (keeping unreviewed 👎), what the thread record holds from as
+        long ago, and expired dedupe keys."""
         try:
             answers, keys = await self.answer_log.prune(), await self.dedupe.prune()
+            await self.threads.prune()
+            await self.agent_views.prune()
             if self.recovery is not None:
                 await self.recovery.journal.prune()
         except StateUnavailable as exc:

@@ -25,6 +25,8 @@ class Kind:
 TEXT = Kind("a string", lambda v: isinstance(v, str))
 ID = Kind("a Slack id", lambda v: isinstance(v, str) and 0 < len(v) <= 255)
 TS = Kind("a message timestamp", lambda v: isinstance(v, str) and _TS.fullmatch(v) is not None)
+LINKS = Kind("a list of links", lambda v: isinstance(v, list) and all(
+    isinstance(x, dict) and isinstance(x.get("url"), str) for x in v))
 OBJECTS = Kind("an object of objects", lambda v: isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()))
 # A form's `state.values`: block id -> action id -> the input's state.
 FORM_VALUES = Kind("an object of objects of objects", lambda v: OBJECTS.test(v) and all(map(OBJECTS.test, v.values())))
@@ -40,6 +42,7 @@ EVENTS: dict[str, Fields] = {
     "reaction_added": _REACTION,
     "reaction_removed": _REACTION,
     "app_home_opened": {"user?": TEXT, "tab?": TEXT},
+    "link_shared": {"channel": TEXT, "message_ts": TEXT, "links": LINKS, "source?": TEXT, "unfurl_id?": TEXT},
     "assistant_thread_started": {"assistant_thread?": {"user_id?": TEXT, "channel_id?": TEXT, "thread_ts?": TEXT}},
 }
 _USER: Fields = {"user": {"id": ID}}

@@ -1,6 +1,7 @@
-"""Suggested prompts for the assistant panel and the Home tab: questions asked this month in public
-channels by several different people, then one question per docs area; only what the viewer's
-own level could have been answered from.
+"""Suggested prompts for the assistant panel, the agent view and the Home tab: questions asked this
+month (this week, for a channel the agent view looks at) in public channels by several different
+people, then one question per docs area; only what the viewer's level could have been answered
+from and, for a channel with a scope, only what its documents answered or hold.
 
 What people write is as private as the docs (state/gaps.py, the rule the docs-gaps report follows
 too): a question asked anywhere but a public channel is never suggested to anyone, nor one fewer
@@ -17,8 +18,8 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 
-from rag import Index, Level
-from state.answers import AnswerLog
+from rag import Index, Level, Scope
+from state.answers import AnswerLog, AskedInPublic
 from state.db import StateUnavailable
 from state.gaps import SEVERAL, question_key
 
@@ -26,18 +27,22 @@ log = logging.getLogger(__name__)
 
 MAX_PROMPTS = 4  # Slack shows at most four
 MONTH_S = 30 * 24 * 3600
+WEEK_S = 7 * 24 * 3600
 MAX_QUESTION_CHARS = 120  # a longer question tends to carry someone's circumstances
 _TITLE_CHARS = 75
 
 
-def most_asked(recent: Iterable[tuple[str, str, str]], level: Level, limit: int = MAX_PROMPTS) -> list[str]:
-    """The questions of `recent` (question, level answered at, asker) that at least SEVERAL
-    different people asked, most askers first, counting questions that differ only in case,
-    spacing or a trailing '?' as one. A question answered above `level` is never suggested: its
-    wording could tell what those docs are about."""
+def most_asked(recent: Iterable[AskedInPublic], level: Level, limit: int = MAX_PROMPTS,
+               scope: Scope | None = None) -> list[str]:
+    """The questions of `recent` that at least SEVERAL different people asked, most askers
+    first, counting questions that differ only in case, spacing or a trailing '?' as one. A
+    question answered above `level` is never suggested: its wording could tell what those docs
+    are about. With a `scope`, only questions whose answers cite a document of it."""
     askers: dict[str, set[str]] = {}
     spelling: dict[str, str] = {}
-    for question, answered_at, asker in recent:
+    for question, answered_at, asker, doc_paths in ((a.question, a.level, a.asker, a.doc_paths) for a in recent):
+        if scope is not None and not any(scope.matches(path) for path in doc_paths):
+            continue
         text = " ".join(question.split())
         if _level(answered_at) > level or not asker or len(text) > MAX_QUESTION_CHARS:
             continue
@@ -59,18 +64,21 @@ def one_per_area(docs: Iterable[tuple[str, str, int]], level: Level, limit: int 
     return [f"What do the docs say about {title}?" for title in list(firsts.values())[:limit]]
 
 
-async def suggested_prompts(answer_log: AnswerLog, store: Index, level: Level) -> list[dict[str, str]]:
+async def suggested_prompts(answer_log: AnswerLog, store: Index, level: Level, scope: Scope | None = None,
+                            since_s: float = MONTH_S) -> list[dict[str, str]]:
     """Prompts for `assistant.threads.setSuggestedPrompts` (title and message): the popular public
-    questions, the remaining places filled with one question per docs area."""
-    since_ms = int((time.time() - MONTH_S) * 1000)
+    questions of the last `since_s`, the remaining places filled with one question per docs area
+    (within `scope`, when given)."""
+    since_ms = int((time.time() - since_s) * 1000)
     try:
-        questions = most_asked(await answer_log.public_questions_since(since_ms), level)
+        questions = most_asked(await answer_log.public_questions_since(since_ms), level, scope=scope)
     except StateUnavailable as exc:
         log.warning("suggesting from the docs alone: %s", exc)
         questions = []
     if len(questions) < MAX_PROMPTS:
         columns = await asyncio.to_thread(store.doc_columns, "area", "title", "access_rank")
-        questions += one_per_area(columns.values(), level, MAX_PROMPTS - len(questions))
+        docs = [values for path, values in columns.items() if scope is None or scope.matches(path)]
+        questions += one_per_area(docs, level, MAX_PROMPTS - len(questions))
     return [{"title": _title(q), "message": q} for q in questions]
 
 

@@ -13,11 +13,11 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime, timezone
-from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from commands.doctor_finding import Finding
+from commands.doctor_manifest import MANIFEST
 from commands.readiness import (
     Readable, links_of, member_level, readable_documents, readable_fix, remote_of, web_from_remote,
 )
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from foundation.settings import Settings
     from rag import Embedder
 
-MANIFEST = files("bot") / "manifest.json"  # the Slack app manifest, shipped in the wheel
 TIMEOUT_S = 10.0
 SAMPLE_DOCS = (Path(__file__).resolve().parent.parent / "docs-sync").resolve()  # what `make run` indexes
 _SLACK_ID = {"users": re.compile(r"^[UW][A-Z0-9_]{2,}$"), "admins": re.compile(r"^[UW][A-Z0-9_]{2,}$"),
@@ -286,10 +285,12 @@ EXTRA_CHECKS: list[Check] = []
 
 def run_checks(settings: Settings) -> list[Finding]:
     from commands.doctor_files import unindexed_checks
+    from commands.doctor_manifest import manifest_checks
     from commands.doctor_site import site_checks
 
     embedding, embedder = embedding_check(settings)
-    findings = [*slack_checks(settings), *llm_checks(settings), embedding, *index_checks(settings, embedder),
+    findings = [*slack_checks(settings), *manifest_checks(settings), *llm_checks(settings), embedding,
+                *index_checks(settings, embedder),
                 *unindexed_checks(settings), *site_checks(settings), *sample_docs_check(settings),
                 *access_check(settings), *scope_checks(settings), *webhook_check(settings)]
     for check in EXTRA_CHECKS:

@@ -304,6 +304,10 @@ class Settings(BaseSettings):
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_BOT_TOKEN"))
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
     slack_app_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
+    # `docsbot doctor` reads the installed app's manifest (apps.manifest.export) with an app
+    # configuration token (xoxe.xoxp-…, valid 12 hours) and the app's id (Basic Information).
+    slack_config_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_CONFIG_TOKEN"))
+    slack_app_id: str = Field(default="", validation_alias=_env("SLACK_APP_ID"))
     slack_api_url: str = Field(default="https://slack.com/api/", validation_alias=_env("SLACK_API_URL"))
     port: int = Field(default=3000, validation_alias=_env("PORT"))
     # The address `docsbot serve` listens on (127.0.0.1: this host only), and how many HTTP

@@ -19,6 +19,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("SCOPE_MODES", "Scope"), "rag.scope"),
     "ExtractiveAnswerer": "rag.extractive",
     **dict.fromkeys(("Generator", "LLMChat", "ProviderError", "TextSink", "make_generator"), "rag.generation"),
+    **dict.fromkeys(("Step", "StepSink", "StepStatus"), "rag.answer_steps"),
+    **dict.fromkeys(("LinkedPage", "PageFacts", "linked_page", "page_facts", "site_pages_of"), "rag.page_links"),
     # chat providers (DOCSBOT_LLM_PROVIDER)
     **dict.fromkeys(("make_provider", "provider_names", "register_provider"), "rag.providers"),
     **dict.fromkeys(("ChatProvider", "Description", "Failure", "MalformedReply", "ProbeFinding"),
@@ -97,6 +99,8 @@ if TYPE_CHECKING:
     from rag.events import install as install_events
     from rag.extractive import ExtractiveAnswerer
     from rag.generation import Generator, LLMChat, ProviderError, TextSink, make_generator
+    from rag.answer_steps import Step, StepSink, StepStatus
+    from rag.page_links import LinkedPage, PageFacts, linked_page, page_facts, site_pages_of
     from rag.indexer import IndexStats, Provenance, apply_documents, chunking_signature
     from rag.levels import Level
     from rag.owners import CodeOwners, Ownership, find_codeowners, front_matter_of, parse_codeowners, split_owners

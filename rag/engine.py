@@ -37,11 +37,17 @@ from rag.sourcing import span_sources
 from rag.rerank import Reranker, make_reranker
 from rag.retrieval import Candidate, Languages, Mode, Retrieval, languages_for, retrieve
 from rag.scope import FALLS_BACK, Scope, documents_in
+from rag.answer_steps import StepSink, StepStatus, checking, reading, searching
 from rag.store import Index, StoreError, open_index
 
 History = Sequence[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
 _Chosen = tuple[Source, Candidate]  # a source the answer is written from, and the chunk it is
 _TRACER = trace.get_tracer(__name__)
+_READ_STEPS = 3  # pages named in "reading <page>" steps
+
+
+def _unseen(_step: object) -> None:
+    """The step sink of a caller that shows no steps."""
 
 
 @dataclass
@@ -178,7 +184,8 @@ class Engine:
         return rest
 
     async def ask(self, question: str, level: Level, history: History = (), on_text: TextSink | None = None,
-                  language: str = "", scope: Scope | None = None, asker: Level | None = None) -> Answer:
+                  language: str = "", scope: Scope | None = None, asker: Level | None = None,
+                  on_step: StepSink | None = None) -> Answer:
         """Answer at `level`, from the docs in the asker's `language` where a page has it (see
         `search`), searching a channel's `scope` first (rag/scope.py). Never raises for a bad index
         or provider: those become abstentions. `asker`: the asker's own level when others read the
@@ -188,11 +195,15 @@ class Engine:
         `on_text` gets the generated text as it streams, through a StreamGate: from the first
         citation that names a given source, with links the sources do not contain removed (the
         citation check still decides what the returned Answer says). An answer never links to a
-        URL its sources do not contain."""
+        URL its sources do not contain.
+
+        `on_step` hears each step as it starts and ends (rag/answer_steps.py): searching the docs, reading
+        the pages the answer is written from, checking the citations."""
+        steps = on_step or _unseen
         question, turns = well_formed(question), [(speaker, well_formed(text)) for speaker, text in history]
         total = time.perf_counter()
         levels = (level, self._ceiling(level, asker))
-        answer, found = await self._retrieve_in_scope(question, levels, turns, total, language, scope)
+        answer, found = await self._retrieve_in_scope(question, levels, turns, total, language, scope, steps)
         if isinstance(found, Answer):
             return found
         retrieval, vector, passed = found
@@ -202,18 +213,21 @@ class Engine:
             return _abstain(answer, "index_unavailable", str(exc), total)
         if not chosen:
             return _abstain(answer, "no_match", "every match was dropped as an injection attempt", total)
+        _read(steps, chosen, "in_progress")
         if missing := await self._never_mentioned(question, [source for source, _ in chosen], level):
+            _read(steps, chosen, "complete")
             _abstain(answer, "no_match", f"the docs never mention {', '.join(missing)}", total)
             return _near_miss(answer, retrieval.selected, self.config.answer.review_days)
         doubt = f"answerability {answer.diagnostics.answerability:.2f} below the threshold"
         if passed or thread_kind(question, turns) in CHECKED:
-            checked = await self._generate_and_check(answer, chosen, turns, on_text, total)
+            checked = await self._generate_and_check(answer, chosen, turns, on_text, total, steps)
             if checked.abstain_reason in MODEL_FAILED and self.generator is not self.quoter:
                 checked = self._quoted(checked, chosen, turns, total)  # the docs' own words instead
             if checked.answered and (passed or _holds_value(question, turns, checked.answer)):
                 return checked
             doubt = ("the answerer found no passage that holds what was asked" if passed
                      else f"{doubt}, and no quote holds the value asked")
+        _read(steps, chosen, "complete")
         return self._not_sure(answer, chosen, turns, total, doubt, retrieval.selected)
 
     def _quoted(self, answer: Answer, chosen: list[_Chosen], turns: list[tuple[str, str]], total: float) -> Answer:
@@ -249,7 +263,7 @@ class Engine:
 
     async def _retrieve_in_scope(
         self, question: str, levels: tuple[Level, Level], turns: list[tuple[str, str]], total: float, language: str,
-        scope: Scope | None,
+        scope: Scope | None, steps: StepSink = _unseen,
     ) -> tuple[Answer, tuple[Retrieval, np.ndarray, bool] | Answer]:
         """`_retrieve_and_gate` in the scope; when nothing there passes the gate (or the gate is not
         sure of it), a `prefer` scope tries every document the reader may read and the answer says
@@ -257,7 +271,7 @@ class Engine:
         `_blocked`'s ceiling."""
         level = levels[0]
         answer = self._new_answer(question, level)
-        found = await self._retrieve_and_gate(answer, levels, turns, total, language, scope)
+        found = await self._retrieve_and_gate(answer, levels, turns, total, language, scope, steps)
         doubted = found[2] is False if isinstance(found, tuple) else found.abstain_reason in FALLS_BACK
         if scope is None or not doubted:
             return answer, found
@@ -266,14 +280,14 @@ class Engine:
             return answer, found
         answer = self._new_answer(question, level)
         answer.scope_note = scope.fallback_note()
-        return answer, await self._retrieve_and_gate(answer, levels, turns, total, language, None)
+        return answer, await self._retrieve_and_gate(answer, levels, turns, total, language, None, steps)
 
     def _new_answer(self, question: str, level: Level) -> Answer:
         return Answer(question, "", False, None, [], Diagnostics(), level.name, model=self.generator.name)
 
     async def _retrieve_and_gate(
         self, answer: Answer, levels: tuple[Level, Level], turns: list[tuple[str, str]], total: float,
-        language: str = "", scope: Scope | None = None,
+        language: str = "", scope: Scope | None = None, steps: StepSink = _unseen,
     ) -> tuple[Retrieval, np.ndarray, bool] | Answer:
         """The retrieval, the query vector and whether the answerability gate is sure of them; else
         the abstention (index unavailable, better matches above the reader's level, nothing above
@@ -284,6 +298,7 @@ class Engine:
         (`_ceiling`)."""
         level, ceiling = levels
         diag = answer.diagnostics
+        steps(searching("in_progress"))
         try:
             # A read of the meta table: off the event loop, like the query embedding.
             meta = await asyncio.to_thread(self.store.check_embedding, self.embedder.name, self.embedder.dim)
@@ -294,7 +309,9 @@ class Engine:
             diag.timings_ms.update(timings)
             blocked = await self._blocked(vector, level, ceiling, retrieval, within)
         except (StoreError, EmbeddingError) as exc:
+            steps(searching("error"))
             return _abstain(answer, "index_unavailable", str(exc), total)
+        steps(searching("complete"))
         diag.candidates = retrieval.candidates
         diag.passed_threshold = len(retrieval.passed)
         diag.best_similarity = round(retrieval.best_similarity, 4)
@@ -344,7 +361,7 @@ class Engine:
 
     async def _generate_and_check(
         self, answer: Answer, chosen: list[_Chosen], turns: list[tuple[str, str]], on_text: TextSink | None,
-        total: float,
+        total: float, steps: StepSink = _unseen,
     ) -> Answer:
         """The generator's answer from the sources, kept only when its citations check out (else
         an abstention), its sources renumbered in the order they are cited."""
@@ -362,10 +379,14 @@ class Engine:
                 raw = await self.generator.generate(answer.question, sources, turns, gate)
         except ProviderError as exc:
             answer.retry_after = exc.retry_after
+            _read(steps, chosen, "error")
             return _abstain(answer, "provider_error", str(exc), total)
         finally:
             answer.diagnostics.timings_ms["generate_ms"] = _ms(started)
+        _read(steps, chosen, "complete")
+        steps(checking("in_progress"))
         checked = check_answer(without_foreign_links(raw, known), len(sources))
+        steps(checking("error" if checked.abstain_reason and checked.abstain_reason != "declined" else "complete"))
         if checked.abstain_reason:  # the text itself stays out of logs: a model may repeat anything
             _abstain(answer, checked.abstain_reason, f"the model's {len(raw)} characters cited no given source"
                      if checked.abstain_reason == "invalid_citations" else f"declined ({len(raw)} characters)", total)
@@ -385,6 +406,13 @@ class Engine:
         answer.citations = [_citation(n, c, review_days) for n, c in enumerate(given[:len(checked.cited)], 1)]
         answer.diagnostics.timings_ms["total_ms"] = _ms(total)
         return answer
+
+
+def _read(steps: StepSink, chosen: list[_Chosen], status: StepStatus) -> None:
+    """The "reading <page>" steps of the pages the answer is written from (the first few)."""
+    pages = {c.row["doc_path"]: s.title for s, c in chosen}
+    for doc_path, title in list(pages.items())[:_READ_STEPS]:
+        steps(reading(doc_path, title, status))
 
 
 VALUE_COVERAGE = 0.5  # of the question's key terms, in an answer past a declining gate

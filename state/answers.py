@@ -136,6 +136,17 @@ class LoggedAnswer:
 
 
 @dataclass(frozen=True)
+class AskedInPublic:
+    """A question answered in a public channel: its words, the level it was answered at, who
+    asked, and the documents its answer cites."""
+
+    question: str
+    level: str
+    asker: str
+    doc_paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Feedback:
     answer_id: str
     user: str
@@ -229,14 +240,15 @@ class AnswerLog:
             row = (await session.scalars(query)).first()
             return _answer(row) if row is not None else None
 
-    async def public_questions_since(self, since_ms: int) -> list[tuple[str, str, str]]:
-        """(question, level answered at, asker) of the answered questions asked in public channels
-        since `since_ms`. What was asked in a DM, the assistant panel or a private conversation
-        is never returned: it is as private as the docs."""
-        query = select(AnswerRow.question, AnswerRow.level, AnswerRow.asker).where(
+    async def public_questions_since(self, since_ms: int) -> list[AskedInPublic]:
+        """The answered questions asked in public channels since `since_ms`. What was asked in a
+        DM, the assistant panel or a private conversation is never returned: it is as private as
+        the docs."""
+        query = select(AnswerRow.question, AnswerRow.level, AnswerRow.asker, AnswerRow.citations).where(
             AnswerRow.created_ms >= since_ms, AnswerRow.answered.is_(True), AnswerRow.public_channel.is_(True))
         async with self.db.begin() as session:
-            return [(question, level, asker) for question, level, asker in (await session.execute(query)).all()]
+            return [AskedInPublic(question, level, asker, tuple(c["doc_path"] for c in citations or []))
+                    for question, level, asker, citations in (await session.execute(query)).all()]
 
     async def resolve(self, ref: str) -> LoggedAnswer:
         """An answer by id, unique id prefix (at least 6 characters) or golden id `fb-<prefix>`."""

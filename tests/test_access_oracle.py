@@ -27,6 +27,7 @@ from tests.support.mcp import call
 from tests.support.served import Served, served
 from tests.support.corpus import indexed_pages
 from tests.support.settings import make_settings
+from tests.support.slack import final_updates
 from tests.support.waiting import until
 from tests.test_mcp import token_from_slack
 
@@ -145,7 +146,7 @@ async def test_with_the_hint_off_a_dm_is_offered_only_for_pages_the_asker_may_re
         ts = local.standin.post_as_user(demo.GENERAL, demo.BOB, WATERING)
         assert (await local.slack.event(local.slack.mention(demo.BOB, demo.GENERAL, WATERING, ts))).status == 200
         await local.settle()
-        [answer] = local.standin.calls_to("chat.update", ok_only=True)
+        [answer] = final_updates(local.standin)
         assert "Facilities" in visible_text(answer)  # answered from the public page
         offers = local.standin.calls_to("chat.postEphemeral", ok_only=True)
         assert [offer["user"] for offer in offers] == ([demo.BOB] if offered else [])

@@ -16,6 +16,7 @@ from bot.suggestions import most_asked, one_per_area
 from foundation.settings import Settings
 from rag.engine import Engine
 from rag.levels import Level
+from state.answers import AskedInPublic
 from tests.support.slack import BREAK_GLASS, VPN, answers, mention, open_home
 
 
@@ -147,7 +148,7 @@ def test_suggestions_need_several_askers_count_spellings_together_and_never_leak
     secret = [("who holds the break-glass key?", "restricted", user) for user in ("U1", "U2", "U3", "U4")]
     lonely = [("what is my bonus?", "public", "U9")] * 5  # one person, five times
     long = [("how do I " + "x" * 200, "public", user) for user in ("U1", "U2", "U3")]
-    recent = vpn + freeze + secret + lonely + long
+    recent = [AskedInPublic(*asked) for asked in vpn + freeze + secret + lonely + long]
     assert most_asked(recent, Level.public) == ["How do I set up the VPN?"]
     assert most_asked(recent, Level.team) == ["How do I set up the VPN?", "deploy freeze?"]
     docs = [("runbooks", "Rollback", 1), ("security", "Break-Glass", 2), ("onboarding", "VPN Setup", 0)]

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from bot.app import EVENTS_PATH
-from bot.blocks import THINKING
+from bot.blocks import is_placeholder
 from bot.deliveries import SlackDeliveries
 from bot.local import demo
 from bot.local.standin import SlackStandIn, visible_text
@@ -52,7 +52,7 @@ class Replicas:
 
         async def logged() -> bool:
             replies = [m for m in self.standin.messages.get(channel, [])
-                       if m.get("bot_id") and m.get("thread_ts") == ts and m["text"] != THINKING]
+                       if m.get("bot_id") and m.get("thread_ts") == ts and not is_placeholder(m["text"])]
             found = replies and await AnswerLog(self.db).find_by_message(channel, replies[-1]["ts"])
             answer.update(found and {"level": found.level, "text": visible_text(replies[-1])} or {})
             return bool(found)

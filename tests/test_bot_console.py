@@ -34,6 +34,13 @@ async def test_console_speaks_as_people_in_channels_and_shows_replies(
         shown = capsys.readouterr().out
         assert "only you see this" in shown and "/invite @docsbot" in shown and "VPN Setup" in shown
         assert "docsbot → #random" not in shown  # the refused post is not shown as if it had worked
+        await console.handle(":channel general")
+        await console.handle("@docsbot how do I set up the VPN?")
+        await console.handle(":thread")
+        await console.handle("and what if it works at home but not in a hotel?")  # a follow-up, no mention
+        shown = capsys.readouterr().out
+        assert shown.count("docsbot → #general (edited)") == 2 and "tcp-fallback" in shown
+        assert local.standin.calls_to("conversations.replies") == []  # read from docsbot's record
         await console.handle(":channel nowhere")
         assert "no such channel" in capsys.readouterr().out
         assert not await console.handle(":quit")
@@ -68,6 +75,12 @@ async def test_every_surface_is_reachable_from_the_console(
         await console.handle(":react -1")
         shown = capsys.readouterr().out
         assert "bob reacted :-1:" in shown and "Thanks for the 👎" in shown, shown
+        await console.handle(":channel general")
+        await console.handle(":agent")  # the agent view, looking at #general
+        assert "agent view, looking at #general" in capsys.readouterr().out
+        await console.handle("how do I roll back a bad deploy?")  # a team page: not for #general's readers
+        shown = capsys.readouterr().out
+        assert "docsbot → DM with bob" in shown and "Answered for" in shown and "Rollback ›" not in shown, shown
 
 
 def test_the_console_is_not_rate_limited_in_normal_use(tmp_path: Path) -> None:

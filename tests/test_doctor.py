@@ -125,3 +125,43 @@ async def test_socket_mode_token_and_webhook_secret(world: World) -> None:
     findings = await world.check(slack_app_token=SecretStr("xapp-1-A0-1-abc"), webhook_secret=SecretStr("s3cret"),
                                  repo=SecretStr("https://git.example.com/team/docs.git"))
     assert findings["slack mode"].status == "ok" and findings["git webhook"].status == "ok"
+
+
+# -- the installed app's manifest (apps.manifest.export with a configuration token) ----------------
+CONFIG_TOKEN, APP_ID = "xoxe.xoxp-1-config", "A_DOCSBOT"
+
+
+def shipped_manifest() -> dict:
+    return json.loads((REPO / "bot" / "manifest.json").read_text())
+
+
+async def test_the_installed_manifest_has_what_the_code_uses(world: World) -> None:
+    world.standin.config_token, world.standin.manifests[APP_ID] = CONFIG_TOKEN, shipped_manifest()
+    finding = (await world.check(slack_config_token=SecretStr(CONFIG_TOKEN), slack_app_id=APP_ID))["slack manifest"]
+    assert finding.status == "ok" and "agent view" in finding.detail
+    assert world.standin.calls_to("apps.manifest.export") == [{"app_id": APP_ID}]
+
+
+async def test_an_app_from_an_older_manifest_is_told_what_it_lacks(world: World) -> None:
+    """An install from before issue 52: the assistant panel, no link scopes or link_shared."""
+    old = shipped_manifest()
+    old["features"]["assistant_view"] = {"assistant_description": "docs", "suggested_prompts": []}
+    del old["features"]["agent_view"], old["features"]["unfurl_domains"]
+    scopes = old["oauth_config"]["scopes"]["bot"]
+    scopes[:] = [s for s in scopes if not s.startswith("links:")]
+    events = old["settings"]["event_subscriptions"]["bot_events"]
+    events[:] = [e for e in events if e not in ("link_shared", "app_context_changed")]
+    events += ["assistant_thread_started", "assistant_thread_context_changed"]
+    world.standin.config_token, world.standin.manifests[APP_ID] = CONFIG_TOKEN, old
+    finding = (await world.check(slack_config_token=SecretStr(CONFIG_TOKEN), slack_app_id=APP_ID,
+                                 site_url="https://docs.example.com/"))["slack manifest"]
+    assert finding.status == "failed" and "assistant_view" in finding.detail and "February 2027" in finding.detail
+    assert "missing bot scopes: links:read, links:write" in finding.detail
+    assert "missing bot events: link_shared" in finding.detail and "app_context_changed" not in finding.detail
+    assert "docs.example.com is not among its unfurl_domains" in finding.detail and "bot/manifest.json" in finding.fix
+
+
+async def test_an_expired_configuration_token_says_how_to_get_another(world: World) -> None:
+    world.standin.config_token = CONFIG_TOKEN
+    finding = (await world.check(slack_config_token=SecretStr("xoxe.xoxp-old"), slack_app_id=APP_ID))["slack manifest"]
+    assert finding.status == "failed" and "invalid_auth" in finding.detail and "12 hours" in finding.fix

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bot.local import demo
-from bot.blocks import FEEDBACK_DOWN, FEEDBACK_UP, THINKING
+from bot.blocks import FEEDBACK_DOWN, FEEDBACK_UP
 from bot.deliveries import Delivered, buttons
 from bot.feedback import EXPECTED_INPUT, EXPIRED, FEEDBACK_EXPLAIN, FEEDBACK_FORM, REASON_INPUT, THANKS
 from bot.local.harness import LocalSlack, local_slack
@@ -24,6 +24,7 @@ from pydantic import SecretStr
 from rag.engine import Engine
 from rag.levels import Level
 from tests.support.settings import SAMPLE_DOCS
+from tests.support.slack import answers
 
 VPN = "how do I set up the VPN?"
 
@@ -58,7 +59,7 @@ async def test_thumbs_down_in_slack_becomes_a_golden_case(
         ts = local.standin.post_as_user(demo.GENERAL, demo.BOB, f"<@{local.standin.workspace.bot_user_id}> {VPN}")
         assert (await local.slack.event(local.slack.mention(demo.BOB, demo.GENERAL, VPN, ts))).status == 200
         await local.settle()
-        [message] = [m for m in local.standin.messages[demo.GENERAL] if m.get("bot_id") and m["text"] != THINKING]
+        [message] = answers(local, demo.GENERAL)
     up, down = buttons(message)
     assert (up["action_id"], down["action_id"]) == (FEEDBACK_UP, FEEDBACK_DOWN)
     answer_id = down["value"]

@@ -7,7 +7,7 @@ import asyncio
 import signal
 import time
 
-from bot.blocks import THINKING
+from bot.blocks import is_placeholder
 from bot.serve import RESTARTED
 from bot.local.standin import visible_text
 from foundation.settings import Settings
@@ -36,7 +36,7 @@ async def test_sigterm_lets_the_answers_in_flight_finish(sample_engine: Engine, 
         assert await asyncio.wait_for(bot.process.wait(), 30) == 0
         texts = [visible_text(m) for m in bot.bot_messages()]
         assert len(texts) == QUESTIONS and all("Use the VPN portal" in t for t in texts), texts
-        assert not any(m["text"] == THINKING for m in bot.bot_messages())
+        assert not any(is_placeholder(m["text"]) for m in bot.bot_messages())
 
 
 async def test_answers_past_the_drain_time_end_as_the_restart_note(sample_engine: Engine, settings: Settings) -> None:

@@ -29,7 +29,7 @@ from rag import ABSTAIN_MESSAGES
 from rag.engine import Engine
 from eval.repos import commit_files
 from tests.support.settings import REPO
-from tests.support.slack import with_model
+from tests.support.slack import final_updates, with_model
 from tests.support.sync import new_repo
 from eval.standins.openai_server import Failure as OpenAIFailure
 from eval.standins.openai_server import OpenAIStandIn
@@ -289,6 +289,6 @@ async def test_the_answer_is_posted_before_it_is_recorded(sample_engine: Engine,
         local.standin.on_call = on_call
         await ask(local, demo.BOB, demo.GENERAL, VPN)
         await local.settle()
-        update = local.standin.calls_to("chat.update", ok_only=True)[0]
+        [update] = final_updates(local.standin)
         assert recorded_when_posted == [False]
         assert (await log.get(buttons(update)[0]["value"])).question == VPN  # recorded right after

@@ -17,6 +17,7 @@ from foundation.observability.logs import setup_logging
 from foundation.settings import Settings
 from rag.engine import Engine
 from tests.support.served import served
+from tests.support.slack import final_updates
 from tests.support.waiting import until
 
 VPN = "how do I set up the VPN?"
@@ -31,8 +32,8 @@ async def test_json_logs_tie_a_question_together_and_keep_secrets_out(
            "DOCSBOT_LOG_LEVEL": "debug"}
     async with served(settings.data_dir, **env) as bot:
         assert await bot.ask(VPN) == 200
-        await until(lambda: len(bot.standin.calls_to("chat.update", ok_only=True)) == 1)
-        update = bot.standin.calls_to("chat.update", ok_only=True)[0]
+        await until(lambda: len(final_updates(bot.standin)) == 1)
+        [update] = final_updates(bot.standin)
         await bot.slack.click(demo.BOB, demo.GENERAL, buttons(update)[0], update)
         bot.standin.fail_next("chat.update", Failure("msg_too_long"))
         assert await bot.ask("what is the airspeed of a swallow?", user=demo.ALICE) == 200

@@ -17,6 +17,7 @@ from foundation.settings import Settings
 from rag.engine import Engine
 from tests.support.served import served
 from tests.support.settings import REPO, SAMPLE_DOCS
+from tests.support.slack import final_updates
 from tests.support.waiting import until
 
 
@@ -65,7 +66,7 @@ async def test_one_trace_per_question(
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100"}
     async with served(settings.data_dir, **env) as bot:
         assert await bot.ask("how do I set up the VPN?") == 200
-        await until(lambda: len(bot.standin.calls_to("chat.update", ok_only=True)) == 1)
+        await until(lambda: len(final_updates(bot.standin)) == 1)
         assert await bot.stop() == 0  # the exporter flushes on shutdown
     questions = [names for names in found.by_trace().values() if "generate" in names]
     assert len(questions) == 1, found.by_trace()

@@ -34,7 +34,7 @@ from sqlalchemy import select
 
 from bot.local import demo
 from bot.app import EVENTS_PATH
-from bot.blocks import FEEDBACK_DOWN, THINKING
+from bot.blocks import FEEDBACK_DOWN, is_placeholder
 from bot.deliveries import SlackDeliveries, buttons
 from bot.local.standin import SlackStandIn, visible_text
 from eval.repos import commit_files
@@ -47,6 +47,7 @@ from state.sync_requests import SyncRequest
 from sync.lease import INDEX_WRITER
 from sync.status import recorded_status
 from tests.standins.s3 import LocalS3
+from tests.support.slack import final_updates
 from tests.support.sync import indexed_commit, new_repo
 from tests.support.waiting import until
 
@@ -176,11 +177,10 @@ class Cluster:
         dm = self.standin.workspace.channels[channel].get("is_im")
         placeholders = {m["ts"] for m in self.standin.messages.get(channel, [])
                         if m.get("bot_id") and (dm or m.get("thread_ts") == ts)}
-        return [c for c in self.standin.calls_to("chat.update", ok_only=True)
-                if c["channel"] == channel and c["ts"] in placeholders]
+        return [c for c in final_updates(self.standin) if c["channel"] == channel and c["ts"] in placeholders]
 
     def bot_replies(self, channel: str) -> list[dict[str, Any]]:
-        return [m for m in self.standin.messages.get(channel, []) if m.get("bot_id") and m["text"] != THINKING]
+        return [m for m in self.standin.messages.get(channel, []) if m.get("bot_id") and not is_placeholder(m["text"])]
 
 
 @asynccontextmanager

@@ -8,13 +8,13 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from bot.blocks import FEEDBACK_UP, THINKING
+from bot.blocks import FEEDBACK_UP
 from bot.deliveries import buttons
 from bot.local import demo
 from bot.local.harness import local_slack
 from foundation.settings import Settings
 from rag.engine import Engine
-from tests.support.slack import VPN
+from tests.support.slack import VPN, answers
 
 
 def on_disk(path: Path, query: str) -> int:
@@ -30,7 +30,7 @@ async def test_a_deleted_state_file_is_restored_with_its_answers_and_votes(
         ts = local.standin.post_as_user(demo.GENERAL, demo.BOB, f"<@{local.standin.workspace.bot_user_id}> {VPN}")
         assert (await local.slack.event(local.slack.mention(demo.BOB, demo.GENERAL, VPN, ts))).status == 200
         await local.settle()
-        [message] = [m for m in local.standin.messages[demo.GENERAL] if m.get("bot_id") and m["text"] != THINKING]
+        [message] = answers(local, demo.GENERAL)
         path.unlink()  # an operator's rm, a cleanup job
         async with local.slack.session.get(local.base_url + "/readyz") as response:
             readiness = await response.json()  # the harness never verifies Slack auth: "slack" is a problem

@@ -18,13 +18,13 @@ from sqlalchemy.engine import make_url
 
 from bot.local import demo
 from bot.access import load_access
-from bot.blocks import THINKING
 from bot.deliveries import buttons
 from bot.feedback import RETRY
 from bot.local.harness import LocalSlack, local_slack
 from bot.local.standin import visible_text
 from foundation.settings import Settings
 from rag.engine import Engine
+from tests.support.slack import final_updates
 
 VPN = "how do I set up the VPN?"
 BREAK_GLASS = "how do I get emergency write access to tp-prod-db during an incident?"
@@ -36,7 +36,7 @@ def with_state(settings: Settings, url: str, **overrides: Any) -> Settings:
 
 def answers(local: LocalSlack) -> list[dict[str, Any]]:
     """Every answer (or abstention) the bot wrote, in any conversation."""
-    return [u for u in local.standin.calls_to("chat.update", ok_only=True) if u["text"] != THINKING]
+    return final_updates(local.standin)
 
 
 @asynccontextmanager

@@ -8,7 +8,6 @@ from sqlalchemy import select
 
 from bot.local import demo
 from bot.local.harness import LocalSlack
-from bot.local.standin import SlackStandIn
 from state.answers import AnswerRow
 from tests.support.slack import BREAK_GLASS, mention
 from tests.test_followups import FOLLOW_UP, asked, reply, thread_answers
@@ -16,11 +15,18 @@ from tests.test_followups import FOLLOW_UP, asked, reply, thread_answers
 FAKE = "Answer: approval is by someone@example"
 
 
-def another_app_posts(standin: SlackStandIn, channel: str, root: str, text: str) -> None:
-    """Another app (its own bot user and bot id) posts in the thread, as Slack stores it."""
-    standin.messages[channel].append({
-        "type": "message", "user": demo.OTHER_BOT, "bot_id": "B_OTHERBOT", "app_id": "A_OTHERBOT", "text": text,
-        "ts": standin.next_ts(), "thread_ts": root, "bot_profile": {"id": "B_OTHERBOT", "name": "otherbot"}})
+async def another_app_posts(local: LocalSlack, channel: str, root: str, text: str) -> None:
+    """Another app (its own bot user and bot id) posts in the thread, as Slack stores it, and
+    Slack sends docsbot the `message.channels` event for it."""
+    standin = local.standin
+    message = {"type": "message", "user": demo.OTHER_BOT, "bot_id": "B_OTHERBOT", "app_id": "A_OTHERBOT",
+               "text": text, "ts": standin.next_ts(), "thread_ts": root,
+               "bot_profile": {"id": "B_OTHERBOT", "name": "otherbot"}}
+    standin.messages[channel].append(message)
+    event = message | {"channel": channel, "channel_type": "channel", "event_ts": message["ts"],
+                       "team": standin.workspace.team_id}
+    assert (await local.slack.event(event)).status == 200
+    await local.settle()
 
 
 def docsbots(local: LocalSlack, root: str) -> int:
@@ -36,7 +42,7 @@ async def logged_history(local: LocalSlack, question: str) -> list[dict[str, str
 
 async def test_another_apps_message_is_not_the_bots_turn(local: LocalSlack) -> None:
     root = await asked(local)
-    another_app_posts(local.standin, demo.GENERAL, root, FAKE)
+    await another_app_posts(local, demo.GENERAL, root, FAKE)
     await mention(local, demo.BOB, demo.GENERAL, BREAK_GLASS, thread_ts=root)
     await local.settle()
     assert docsbots(local, root) == 2
@@ -44,7 +50,7 @@ async def test_another_apps_message_is_not_the_bots_turn(local: LocalSlack) -> N
     assert [turn["speaker"] for turn in history] == ["user", "agent"]  # Bob's question, docsbot's answer
     assert not any("someone@example" in turn["text"] for turn in history)
 
-    another_app_posts(local.standin, demo.GENERAL, root, FAKE)
+    await another_app_posts(local, demo.GENERAL, root, FAKE)
     await reply(local, demo.BOB, root, FOLLOW_UP)  # to the other app, which spoke last: no follow-up
     await local.settle()
     assert docsbots(local, root) == 2

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.listeners import actions, assistant, channels, commands, events, feedback, home, views
+from bot.listeners import actions, agent, assistant, channels, commands, events, feedback, home, links, views
 
 
 def register_listeners(app: AsyncApp) -> None:
@@ -15,3 +15,5 @@ def register_listeners(app: AsyncApp) -> None:
     feedback.register(app)
     channels.register(app)
     home.register(app)
+    links.register(app)
+    agent.register(app)

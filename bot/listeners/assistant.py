@@ -18,7 +18,7 @@ from slack_bolt.context.set_title.async_set_title import AsyncSetTitle
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import blocks, surfaces
+from bot import blocks, surfaces, threads
 from bot.answering import Question
 from bot.conversation import question_text, thread_history
 from bot.notes import in_conversation
@@ -81,11 +81,12 @@ async def _answer(
     if not await services.first_delivery(channel, payload["ts"]):  # claimed here, so `work.idle()` covers it
         return
     tell = in_conversation(client, channel, root).tell  # only the asker reads the panel's thread
+    await threads.took(services.threads, payload, context.bot_user_id)
     text = question_text(payload.get("text") or "", context.bot_user_id)
     if not text:
         await tell(GREETING)
         return
-    history = await thread_history(client, channel, root, payload["ts"], context.bot_user_id)
+    history = await thread_history(client, services.threads, channel, root, payload["ts"], context.bot_user_id)
     await _quietly(set_status(SEARCHING), "status")
     if not any(speaker == "user" for speaker, _ in history):
         await _quietly(set_title(text[:_TITLE_CHARS]), "title")

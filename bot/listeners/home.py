@@ -1,4 +1,5 @@
-"""The App Home tab: what the bot can do for this person, at their level, and how current it is."""
+"""The App Home tab: what the bot can do for this person, at their level, and how current it is;
+and the DM with docsbot opening in its agent view (`tab: messages`): its suggested prompts."""
 from __future__ import annotations
 
 import asyncio
@@ -10,7 +11,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import blocks
+from bot import agent_view, blocks
 from insights.candidates import find_candidates
 from bot.digest import home_summary
 from bot.listeners.commands import HELP
@@ -27,9 +28,18 @@ def register(app: AsyncApp) -> None:
 
 
 async def home_opened(event: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext) -> None:
-    if event.get("tab", "home") == "home" and event.get("user"):
-        services = services_of(context)
-        services.work.spawn(publish_home(services, client, event["user"]), name="app-home")
+    user = event.get("user")
+    if not user:
+        return
+    services = services_of(context)
+    if event.get("tab", "home") == "home":
+        services.work.spawn(publish_home(services, client, user), name="app-home")
+    elif event.get("tab") == "messages" and isinstance(event.get("channel"), str):
+        services.work.spawn(_dm_opened(services, client, user, event["channel"]), name="agent-dm")
+
+
+async def _dm_opened(services: Services, client: AsyncWebClient, user: str, dm: str) -> None:
+    await agent_view.show_prompts(services, client, user, await agent_view.viewing(services, user), dm)
 
 
 async def publish_home(services: Services, client: AsyncWebClient, user: str) -> None:

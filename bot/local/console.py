@@ -30,6 +30,7 @@ HELP = """Type as if in Slack:
   :channel NAME         go to general, eng, sre, partners, random, dm :channels  what is where
   :thread / :top        reply in the thread of the last question / back to the channel
   :click N              press button N                                :quit      leave
+  :agent                open docsbot's agent view (your DM) looking at this channel
   :home                 open the Home tab          :assistant  open the assistant panel (then type questions)
   :react NAME           react to the bot's last message here (-1: a 👎 vote, +1: a 👍)"""
 
@@ -115,6 +116,8 @@ class Console:
             await self.open_home()
         elif word == ":assistant":
             await self.open_panel()
+        elif word == ":agent":
+            await self.open_agent()
         elif word == ":react":
             await self.react(rest)
         elif line.startswith("/docs"):
@@ -142,8 +145,12 @@ class Console:
             event = local.slack.direct_message(self.user, self.channel, slack_text, ts)
             if self.thread_ts:
                 event["thread_ts"] = self.thread_ts
+        elif self.thread_ts:  # Slack sends a thread reply as message.channels (message.groups when private)
+            kind = "group" if info.get("is_private") else "channel"
+            event = local.slack.thread_message(self.user, self.channel, slack_text, ts, self.thread_ts, kind)
         else:
-            print("(docsbot only reads channel messages that mention it: start with @docsbot)")
+            print("(docsbot answers a channel message that mentions it, and follow-ups in its threads "
+                  "(:thread): start with @docsbot)")
             return
         await self.deliver(local.slack.event(event))
 
@@ -179,6 +186,21 @@ class Console:
         print(f"(the assistant panel, opened from {self.channel_name(viewing)}: type a question)")
         await self.deliver(self.local.slack.event(event))
         for n, prompt in enumerate(standin.assistant_threads.get((dm, root), {}).get("prompts", []), 1):
+            print(f"  suggested {n}: {prompt['message']}")
+
+    async def open_agent(self) -> None:
+        """docsbot's agent view: the person's DM opens (`app_home_opened`, `tab: messages`) while they
+        look at the current channel (`app_context_changed`); what is typed next is asked there."""
+        standin = self.local.standin
+        dm = standin.dm_channel(self.user)
+        viewing = None if standin.workspace.channels[self.channel]["is_im"] else self.channel
+        await self.deliver(self.local.slack.context_changed(self.user, viewing))
+        await self.deliver(self.local.slack.event({"type": "app_home_opened", "user": self.user, "channel": dm,
+                                                   "tab": "messages", "event_ts": standin.next_ts()}))
+        looking = f"looking at {self.channel_name(viewing)}" if viewing else "looking at nothing"
+        self.channel, self.thread_ts, self.panel = dm, None, None
+        print(f"(docsbot's agent view, {looking}: answers are for that channel; type a question)")
+        for n, prompt in enumerate(standin.assistant_threads.get((dm, ""), {}).get("prompts", []), 1):
             print(f"  suggested {n}: {prompt['message']}")
 
     async def react(self, name: str) -> None:

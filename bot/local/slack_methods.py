@@ -58,6 +58,9 @@ class SlackMethods:
         self.messages: dict[str, list[dict[str, Any]]] = {cid: [] for cid in workspace.channels}
         self.assistant_threads: dict[tuple[str, str], dict[str, Any]] = {}  # status, prompts, title
         self.home_tabs: dict[str, dict[str, Any]] = {}  # the Home tab published for each user
+        # chat.unfurl's cards, by (channel, ts) of a posted message or ("composer", unfurl_id)
+        self.unfurls: dict[tuple[str, str], dict[str, Any]] = {}
+        self.manifests: dict[str, dict[str, Any]] = {}  # each installed app's manifest, by app id
         self._ts = itertools.count(1)
 
     # -- what people do (not through the API) ------------------------------------------------------
@@ -172,7 +175,8 @@ class SlackMethods:
         message.update(streaming=False, blocks=p.get("blocks") or [])
         return {"ok": True, "channel": p["channel"], "ts": p["ts"], "message": message}
 
-    # The assistant panel: what the bot set on each thread, by (channel, thread_ts).
+    # The assistant panel: what the bot set on each thread, by (channel, thread_ts); the agent
+    # view's DM takes suggested prompts for the DM itself, without a thread (thread_ts "").
     def _assistant_threads_setStatus(self, p: dict[str, Any]) -> dict[str, Any]:
         return self._assistant_thread(p, "status", p.get("status", ""))
 
@@ -180,17 +184,45 @@ class SlackMethods:
         prompts = p["prompts"] if isinstance(p["prompts"], list) else json.loads(p["prompts"])
         if not 1 <= len(prompts) <= 4 or not all(pr.get("title") and pr.get("message") for pr in prompts):
             return {"ok": False, "error": "invalid_arguments"}
-        return self._assistant_thread(p, "prompts", prompts)
+        return self._assistant_thread(p, "prompts", prompts, thread_optional=True)
 
     def _assistant_threads_setTitle(self, p: dict[str, Any]) -> dict[str, Any]:
         return self._assistant_thread(p, "title", p["title"])
 
-    def _assistant_thread(self, p: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    def _assistant_thread(self, p: dict[str, Any], key: str, value: Any, thread_optional: bool = False
+                          ) -> dict[str, Any]:
         channel = self.workspace.channels.get(p["channel_id"])
-        if channel is None or not channel.get("is_im") or not p.get("thread_ts"):
+        if channel is None or not channel.get("is_im") or not (p.get("thread_ts") or thread_optional):
             return {"ok": False, "error": "channel_not_found" if channel is None else "invalid_arguments"}
-        self.assistant_threads.setdefault((p["channel_id"], p["thread_ts"]), {})[key] = value
+        self.assistant_threads.setdefault((p["channel_id"], p.get("thread_ts") or ""), {})[key] = value
         return {"ok": True}
+
+    def _chat_unfurl(self, p: dict[str, Any]) -> dict[str, Any]:
+        """Cards for the links of a posted message (`channel` and `ts`: each URL must be in it) or
+        of one still in the composer (`unfurl_id` and `source`)."""
+        unfurls = p.get("unfurls")
+        unfurls = json.loads(unfurls) if isinstance(unfurls, str) else unfurls
+        if not isinstance(unfurls, dict) or not unfurls:
+            return {"ok": False, "error": "invalid_arguments"}
+        if any(blocks_error({"blocks": u.get("blocks") or []}) for u in unfurls.values()):
+            return {"ok": False, "error": "invalid_blocks"}
+        if p.get("unfurl_id") and p.get("source") == "composer":
+            self.unfurls[("composer", p["unfurl_id"])] = unfurls
+            return {"ok": True}
+        if not p.get("channel") or not p.get("ts"):
+            return {"ok": False, "error": "invalid_arguments"}
+        message = self._message(p["channel"], p["ts"])
+        if message is None:
+            return {"ok": False, "error": "cannot_find_channel" if p["channel"] not in self.messages
+                    else "cannot_unfurl_message"}
+        if any(url not in message["text"] for url in unfurls):
+            return {"ok": False, "error": "cannot_unfurl_url"}
+        self.unfurls[(p["channel"], p["ts"])] = unfurls
+        return {"ok": True}
+
+    def _apps_manifest_export(self, p: dict[str, Any]) -> dict[str, Any]:
+        manifest = self.manifests.get(p.get("app_id", ""))
+        return {"ok": True, "manifest": manifest} if manifest is not None else {"ok": False, "error": "app_not_found"}
 
     def _views_publish(self, p: dict[str, Any]) -> dict[str, Any]:
         view = p["view"] if isinstance(p["view"], dict) else json.loads(p["view"])
@@ -281,6 +313,18 @@ def _stream_text(p: dict[str, Any]) -> str:
         c.get("text", "") for c in chunks if c.get("type") == "markdown_text")
 
 
+TASK_STATUSES = {"pending", "in_progress", "complete", "error"}
+
+
+def _plan_ok(block: dict[str, Any]) -> bool:
+    """Block Kit's `plan`: a plain-text `title`, and `tasks` of `task_card`s, each with its
+    `task_id`, `title` and a `status` of TASK_STATUSES (slack_sdk's PlanBlock / TaskCardBlock)."""
+    tasks = block.get("tasks") or []
+    return isinstance(block.get("title"), str) and bool(block["title"]) and all(
+        t.get("type") == "task_card" and isinstance(t.get("task_id"), str) and isinstance(t.get("title"), str)
+        and t.get("status") in TASK_STATUSES for t in tasks)
+
+
 def blocks_error(p: dict[str, Any]) -> str | None:
     """Slack's Block Kit limits: the error Slack would answer, or None."""
     message_blocks = p.get("blocks") or []
@@ -288,6 +332,8 @@ def blocks_error(p: dict[str, Any]) -> str | None:
         return "invalid_blocks"
     for block in message_blocks:
         if block.get("type") == "section" and len(block.get("text", {}).get("text", "")) > MAX_SECTION_TEXT:
+            return "invalid_blocks"
+        if block.get("type") == "plan" and not _plan_ok(block):
             return "invalid_blocks"
     if len(json.dumps(message_blocks)) + len(p.get("text", "")) > MAX_MESSAGE_CHARS:
         return "msg_blocks_too_long"

@@ -63,6 +63,7 @@ class SlackStandIn(SlackMethods):
         self.responses: list[dict[str, Any]] = []  # payloads posted to response URLs
         self.failures: dict[str, list[Failure]] = {}
         self.scopes: list[str] = []  # sent as Slack's x-oauth-scopes header when set
+        self.config_token = ""  # what apps.manifest.* take (an app configuration token), not the bot token
         # A test looks at the world as each call lands, before the caller gets its response.
         self.on_call: Callable[[Call], Awaitable[None]] | None = None
         self.delays: dict[str, float] = {}  # seconds a method takes to answer (a slow Slack)
@@ -114,7 +115,7 @@ class SlackStandIn(SlackMethods):
         self.calls.append(call)
         if self.delays.get(method):
             await asyncio.sleep(self.delays[method])
-        if token != self.token:
+        if token != (self.config_token if method.startswith("apps.manifest.") else self.token):
             return web.json_response({"ok": False, "error": "invalid_auth"})
         if self.failures.get(method):
             failure = self.failures[method].pop(0)
@@ -175,12 +176,18 @@ async def _params(request: web.Request) -> dict[str, Any]:
     return params
 
 
+_TASK_MARKS = {"complete": "✓", "in_progress": "…", "error": "✗", "pending": "·"}
+
+
 def visible_text(message: dict[str, Any]) -> str:
-    """Everything a person would read in a message: section texts, buttons, else the fallback."""
+    """Everything a person would read in a message: section texts, plans, buttons, else the fallback."""
     parts = []
     for block in message.get("blocks") or []:
         if block.get("type") == "section":
             parts.append(block["text"]["text"])
+        elif block.get("type") == "plan":
+            parts.append("\n".join([block["title"], *(f"{_TASK_MARKS.get(t['status'], '·')} {t['title']}"
+                                                       for t in block.get("tasks", []))]))
         elif block.get("type") in ("actions", "context"):
             parts.append("  ".join(f"[{e['text']['text']}]" if e.get("type") == "button" else e.get("text", "")
                                    for e in block.get("elements", [])))

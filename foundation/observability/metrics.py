@@ -87,7 +87,7 @@ DOCS_OVERDUE = Gauge("docsbot_docs_overdue_total",
 
 _FILE_CHANGES = ("added", "modified", "deleted", "renamed")
 STAGES = ("embed", "retrieve", "rerank", "generate", "post", "total")
-FAILURES = ("error", "restarted", "orphaned", "rate_limited", "busy")
+FAILURES = ("error", "restarted", "orphaned", "rate_limited", "busy", "thread_unread")
 
 
 def _declare_series() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from alembic import context
 
-import state.answers  # noqa: F401  (registers tables)
+import state.agent_views  # noqa: F401  (registers tables)
+import state.answers  # noqa: F401
 import state.audience  # noqa: F401
 import state.dedupe  # noqa: F401
 import state.leases  # noqa: F401
@@ -14,6 +15,7 @@ import state.placeholders  # noqa: F401
 import state.ratelimit  # noqa: F401
 import state.sync_requests  # noqa: F401
 import state.sync_status  # noqa: F401
+import state.threads  # noqa: F401
 import state.tokens  # noqa: F401
 from state.schema import Base
 

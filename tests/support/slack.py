@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bot.blocks import THINKING
+from bot.blocks import is_placeholder
 from bot.local.harness import LocalSlack
+from bot.local.standin import SlackStandIn
 from foundation.settings import Settings
 from foundation.wiring import rag_config
 from rag.engine import Engine
@@ -38,9 +39,15 @@ async def mention(local: LocalSlack, user: str, channel: str, text: str, thread_
     return ts, delivered.seconds
 
 
+def final_updates(standin: SlackStandIn) -> list[dict[str, Any]]:
+    """The chat.update calls that gave a placeholder its final form (an answer, an abstention, a
+    note), in any conversation; not its progress (a place in line, a slow answer's plan)."""
+    return [u for u in standin.calls_to("chat.update", ok_only=True) if not is_placeholder(u["text"])]
+
+
 def answers(local: LocalSlack, channel: str) -> list[dict[str, Any]]:
     """The bot's messages in a channel as they read now (placeholders replaced)."""
-    return [m for m in local.standin.messages[channel] if m.get("bot_id") and m["text"] != THINKING]
+    return [m for m in local.standin.messages[channel] if m.get("bot_id") and not is_placeholder(m["text"])]
 
 
 async def open_home(local: LocalSlack, user: str) -> dict[str, Any]:
