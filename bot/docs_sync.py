@@ -18,9 +18,9 @@ from foundation.settings import Settings
 from foundation.wiring import sync_config
 from rag import Index
 from state.db import StateDB, StateUnavailable
-from state.sync_requests import SyncRequests
+from state.sync_requests import SOURCE_REQUEST, SyncRequests
 from sync.status import current_status, render_status
-from sync.webhook import webhook_route
+from sync.webhook import sources_webhook_route, webhook_route
 
 log = logging.getLogger(__name__)
 
@@ -98,4 +98,10 @@ def webhook_routes(settings: Settings, requests: SyncRequests) -> list[web.Route
     async def push() -> None:
         await requests.request("webhook")
 
-    return [webhook_route(sync_config(settings), push)]
+    async def push_source(name: str) -> None:
+        await requests.request(f"{SOURCE_REQUEST}{name}")
+
+    config = sync_config(settings)
+    if config.sources is not None:
+        return [sources_webhook_route(config, push_source)]
+    return [webhook_route(config, push)]

@@ -2,21 +2,28 @@
 synced at once, one failing to fetch, one renamed with `was`, one removed from the file."""
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from eval.repos import run_git
 from foundation.settings import Settings
 from foundation.sources_file import SourcesFileError, load_sources
-from foundation.wiring import sync_config
+from foundation.wiring import state_config, sync_config
 from rag import Level, open_index
 from rag.embeddings import LocalMiniLM
 from sync.service import run_sync
+from state.opening import open_state
+from state.sync_requests import SyncRequests
 from sync.source_index import sources_meta
+from sync.webhook import sources_webhook_route
 from tests.support.settings import make_settings
 from tests.support.sync import new_repo
+from tests.support.waiting import until
+from tests.test_sync_triggers import github_signature, running_worker, serve
 
 
 def repo_with(path: Path, files: dict[str, str]) -> Path:
@@ -39,10 +46,12 @@ def page(title: str, body: str) -> str:
 
 
 def write_sources(path: Path, entries: list[dict[str, str]]) -> Path:
+    """The file; `path_levels` and the schedule are written as TOML, the rest as strings."""
     lines = []
     for entry in entries:
         lines.append("[[source]]")
-        lines += [f"{key} = {value}" if key == "path_levels" else f'{key} = "{value}"' for key, value in entry.items()]
+        lines += [f"{key} = {value}" if key in ("path_levels", "sync_interval_minutes") else f'{key} = "{value}"'
+                  for key, value in entry.items()]
         lines.append("")
     path.write_text("\n".join(lines))
     return path
@@ -196,3 +205,55 @@ def test_a_bad_live_edit_keeps_the_last_good_sources(tmp_path: Path, three: dict
 def test_one_repository_settings_and_a_sources_file_are_not_both_set(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="DOCSBOT_SOURCES and DOCSBOT_REPO are both set"):
         make_settings(tmp_path, sources="s.toml", repo="/x")
+
+
+# -- the push webhook: each repository's push routed to its source, checked with its secret ----------
+
+async def test_signed_pushes_sync_the_source_whose_repository_they_name(
+        tmp_path: Path, three: dict[str, Path], embedder: LocalMiniLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HB_HOOK", "handbook-secret")
+    monkeypatch.setenv("RB_HOOK", "runbooks-secret")
+    listed = entries(three)[:2]
+    listed[0]["webhook_secret_env"], listed[1]["webhook_secret_env"] = "HB_HOOK", "RB_HOOK"
+    for entry in listed:
+        entry["sync_interval_minutes"] = "60"
+    settings = settings_for(tmp_path, write_sources(tmp_path / "sources.toml", listed))
+    db = await open_state(state_config(settings))
+    requests = SyncRequests(db)
+    config = sync_config(settings)
+    app, url = await serve(sources_webhook_route(config, lambda name: requests.request(f"source:{name}")))
+
+    def push(repo: Path) -> bytes:
+        return json.dumps({"ref": "refs/heads/main", "repository": {"clone_url": str(repo)}}).encode()
+
+    try:
+        async with aiohttp.ClientSession() as http, running_worker(settings, embedder) as worker:
+            await until(lambda: worker.last is not None and set(stored_sources(settings)) == {"handbook", "runbooks"})
+            hb = commit(three["handbook"], {"README.md": page("Handbook", "Holidays are booked in Workday.")}, "hb")
+            rb = commit(three["runbooks"], {"README.md": page("Runbooks", "Every alert links here.")}, "rb")
+            body = push(three["runbooks"])
+            for headers in ({"X-Hub-Signature-256": github_signature(body, "handbook-secret")},  # another's secret
+                            {"X-Gitlab-Token": "wrong"}, {}):
+                async with http.post(url, data=body, headers=headers) as response:
+                    assert response.status == 401
+            unknown = push(tmp_path / "elsewhere")
+            async with http.post(url, data=unknown, headers={"X-Gitlab-Token": "runbooks-secret"}) as response:
+                assert response.status == 401  # no source has it: no answer tells which ones exist
+            signed = {"X-Hub-Signature-256": github_signature(body, "runbooks-secret")}
+            async with http.post(url, data=body, headers=signed) as response:
+                assert response.status == 202
+            await until(lambda: worker.last is not None
+                        and worker.last.sources.get("runbooks", {}).get("commit_after") == rb)
+            assert worker.last is not None and set(worker.last.sources) == {"runbooks"}
+            assert stored_sources(settings)["handbook"]["commit"] != hb  # not pushed: not synced
+            body = push(three["handbook"])
+            async with http.post(url, data=body, headers={"X-Gitlab-Token": "handbook-secret"}) as response:
+                assert response.status == 202
+            await until(lambda: stored_sources(settings)["handbook"]["commit"] == hb)
+    finally:
+        await app.cleanup()
+        await db.close()
+
+
+def stored_sources(settings: Settings) -> dict[str, dict]:
+    return sources_meta(open_index(sync_config(settings).rag.index).meta())
