@@ -58,6 +58,9 @@ def in_words(status: dict[str, Any]) -> dict[str, Any]:
         shown["writer"] = "running"
     if shown.get("stopped"):  # which host and process: admins only
         shown["stopped"] = "the worker"
+    if shown.get("sources"):  # a source's fetch error may name its host: admins only
+        shown["sources"] = [{**source, "error": source["error"] and _failure(source["error"])}
+                            for source in shown["sources"]]
     if shown.get("mirror"):
         shown["mirror"] = {**shown["mirror"], "mirror_of": "the shared index", "error": "it can't be reached"}
     return shown

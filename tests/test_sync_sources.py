@@ -3,6 +3,7 @@ synced at once, one failing to fetch, one renamed with `was`, one removed from t
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import aiohttp
 import pytest
 
 from eval.repos import run_git
+from bot.docs_sync import in_words
 from foundation.settings import Settings
 from foundation.sources_file import SourcesFileError, load_sources
 from foundation.wiring import state_config, sync_config
@@ -19,6 +21,7 @@ from sync.service import run_sync
 from state.opening import open_state
 from state.sync_requests import SyncRequests
 from sync.source_index import sources_meta
+from sync.status import load_status, render_status
 from sync.webhook import sources_webhook_route
 from tests.support.settings import make_settings
 from tests.support.sync import new_repo
@@ -134,6 +137,14 @@ def test_a_change_in_one_source_re_embeds_only_its_file_and_a_failing_source_kee
     assert meta["devdocs"]["error"]
     assert "devdocs:api.md" in rows(settings)  # still served
     assert "50 percent" in rows(settings)["runbooks:alerts/disk.md"]["text"]
+    status = load_status(sync_config(settings))
+    shown = render_status(status)
+    assert re.search(r"source handbook: \w{12} \(.+\), 2 documents \(2 readable at the team level\)$", shown, re.M)
+    assert "source runbooks: " in shown and "2 documents (0 readable at the team level)" in shown
+    assert re.search(r"source devdocs: \w{12} .*1 documents .*FAILED at .*serving its last good commit: git fetch",
+                     shown)
+    assert not shown.startswith("indexed commit")  # each source has its own
+    assert "its last good commit: admins see why" in render_status(in_words(status))
 
 
 def test_a_renamed_source_moves_without_embedding_and_a_removed_one_loses_its_documents(
