@@ -146,3 +146,13 @@ def matches(rel: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
     Antora partial, say); hidden parts not considered."""
     return (any(glob_match(rel, p) for p in include) and not any(glob_match(rel, p) for p in exclude)
             and format_for(rel).is_page(rel))
+
+
+# With several sources (DOCSBOT_SOURCES) a document's path is stored as `<source>:<path>`.
+SOURCE_SEPARATOR = ":"
+
+
+def source_of(doc_path: str) -> tuple[str, str]:
+    """(source, path) of a stored document path; ("", path) in an index of one unnamed source."""
+    name, sep, path = doc_path.partition(SOURCE_SEPARATOR)
+    return (name, path) if sep and name and "/" not in name else ("", doc_path)

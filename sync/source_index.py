@@ -18,17 +18,13 @@ from typing import Any
 import pyarrow as pa
 
 from rag import Index
+from rag.paths import SOURCE_SEPARATOR as SEPARATOR, source_of
+
+__all__ = ["SourceIndex", "chunk_id", "source_of", "sources_meta"]
 
 # The metadata each source keeps for itself; the rest of the index's metadata is shared.
 SOURCE_META = frozenset({"commit", "commit_date", "sync_signature", "docs_root", "ownership", "error",
                          "failed_at", "last_success_at"})
-SEPARATOR = ":"
-
-
-def source_of(doc_path: str) -> tuple[str, str]:
-    """(source, path) of a stored path; ("", path) for an index of one unnamed source."""
-    name, sep, path = doc_path.partition(SEPARATOR)
-    return (name, path) if sep and "/" not in name else ("", doc_path)
 
 
 def sources_meta(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -5,17 +5,20 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import aiohttp
 import pytest
 
 from eval.repos import run_git
+from bot.blocks import citation_line
 from bot.docs_sync import in_words
 from foundation.settings import Settings
 from foundation.sources_file import SourcesFileError, load_sources
 from foundation.wiring import state_config, sync_config
-from rag import Level, open_index
+from rag import Citation, Level, open_index
+from rag.scope import Scope
 from rag.embeddings import LocalMiniLM
 from sync.service import run_sync
 from state.opening import open_state
@@ -268,3 +271,19 @@ async def test_signed_pushes_sync_the_source_whose_repository_they_name(
 
 def stored_sources(settings: Settings) -> dict[str, dict]:
     return sources_meta(open_index(sync_config(settings).rag.index).meta())
+
+
+# -- what people see: the source in a citation, a channel scope naming sources -------------------------
+
+def test_a_citation_names_its_source_only_when_the_index_has_several() -> None:
+    cited = Citation(n=1, doc_path="handbook:README.md", title="Handbook", section="Details", version="",
+                     commit="a" * 40, commit_date="2026-01-02", url="https://git.example.com/x", score=1.0)
+    assert citation_line(cited).split(" · ")[1] == "handbook"
+    one = replace(cited, doc_path="README.md")
+    assert "handbook" not in citation_line(one)
+
+
+def test_a_channel_scope_may_name_sources() -> None:
+    scope = Scope.parse(["source:runbooks", "handbook:ops/**"], "only")
+    docs = ["runbooks:README.md", "runbooks:alerts/disk.md", "handbook:ops/oncall.md", "handbook:README.md"]
+    assert scope.within(docs) == {"runbooks:README.md", "runbooks:alerts/disk.md", "handbook:ops/oncall.md"}
