@@ -25,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import SecretStr, ValidationError
 
+from foundation.errors import UserError
 from foundation.settings import Settings
 
 log = logging.getLogger("docsbot.sources")
@@ -41,8 +42,9 @@ NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class SourcesFileError(ValueError):
-    """The sources file cannot be used; the message names the line and the fix."""
+class SourcesFileError(UserError, ValueError):
+    """The sources file cannot be used; the message names the line and the fix (every command
+    prints it as one line)."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from foundation.errors import UserError
 from foundation.links import links_of, site_of
 from foundation.settings import Settings
-from foundation.sources_file import SourcesFile
+from foundation.sources_file import Source, SourcesFile
 from rag import (
     AnswerConfig, ChunkingConfig, DocsConfig, EmbeddingConfig, IndexConfig, LinkConfig, LLMConfig, RagConfig,
     RerankConfig, RetrievalConfig,
@@ -125,13 +125,17 @@ class SourceConfigs:
         self.file = SourcesFile(s.sources, s)  # SourcesFileError when the first read fails
 
     def __call__(self) -> tuple[SourceConfig, ...]:
-        s = self.settings
-        base = Path(s.work_dir) if s.work_dir else Path(s.data_dir) / "sync"
         return tuple(
-            SourceConfig(src.name, replace(sync_config(src.settings.model_copy(
-                update={"work_dir": str(base / "sources" / src.name)})), lease=lease_config(s)), src.was)
+            SourceConfig(src.name, replace(sync_config(source_settings(self.settings, src)),
+                                           lease=lease_config(self.settings)), src.was)
             for src in self.file.current()
         )
+
+
+def source_settings(s: Settings, source: Source) -> Settings:
+    """A source's settings as its sync reads them: its working copy in `<work dir>/sources/<name>`."""
+    base = Path(s.work_dir) if s.work_dir else Path(s.data_dir) / "sync"
+    return source.settings.model_copy(update={"work_dir": str(base / "sources" / source.name)})
 
 
 def open_engine(s: Settings, generator: "Generator | None" = None, read_only: bool = False) -> "Engine":
