@@ -18,19 +18,13 @@ from typing import Any
 import pyarrow as pa
 
 from rag import Index
-from rag.paths import SOURCE_SEPARATOR as SEPARATOR, source_of
+from rag.paths import SOURCE_SEPARATOR as SEPARATOR, source_of, sources_meta
 
 __all__ = ["SourceIndex", "chunk_id", "source_of", "sources_meta"]
 
 # The metadata each source keeps for itself; the rest of the index's metadata is shared.
 SOURCE_META = frozenset({"commit", "commit_date", "sync_signature", "docs_root", "ownership", "error",
                          "failed_at", "last_success_at"})
-
-
-def sources_meta(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each named source's own metadata in the index's metadata."""
-    value = meta.get("sources")
-    return {str(k): dict(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 class SourceIndex:
