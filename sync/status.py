@@ -6,6 +6,7 @@ so that it need not load LanceDB (most of its start time); else from the index."
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import rag  # its names load on use: the summary path never loads LanceDB
@@ -155,12 +156,26 @@ def render_status(status: dict[str, Any]) -> str:
 
 
 def _source_line(source: dict[str, Any]) -> str:
-    commit = f"{_short(source['commit'])} ({source['commit_date'] or ''})" if source["commit"] else "(none)"
+    """The source's line, and its failure on a line of its own (kept whole within a line's limit)."""
+    commit = (f"{_short(source['commit'])} ({(source['commit_date'] or '')[:10]}{age_of(source['commit_date'])})"
+              if source["commit"] else "(none)")
     line = (f"  source {source['name']}: {commit}, {source['documents']} documents "
             f"({source['readable']} readable at the team level)")
     if source["error"]:
-        line += f"; FAILED at {source['failed_at']}, serving its last good commit: {source['error']}"
+        line += f"\n    FAILED at {source['failed_at']}, serving its last good commit: {source['error']}"
     return line
+
+
+def age_of(date: str | None) -> str:
+    """`, committed 3 hours ago`: how old a commit is, in the unit a reader takes in at a glance."""
+    if not date:
+        return ""
+    seconds = max(0.0, (datetime.now(timezone.utc) - datetime.fromisoformat(date)).total_seconds())
+    if seconds < 3600:
+        return f", committed {seconds // 60:.0f} minutes ago"
+    if seconds < 2 * 86400:
+        return f", committed {seconds // 3600:.0f} hours ago"
+    return f", committed {seconds // 86400:.0f} days ago"
 
 
 def stopped_cause(holder: str) -> str:

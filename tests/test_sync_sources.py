@@ -144,8 +144,8 @@ def test_a_change_in_one_source_re_embeds_only_its_file_and_a_failing_source_kee
     shown = render_status(status)
     assert re.search(r"source handbook: \w{12} \(.+\), 2 documents \(2 readable at the team level\)$", shown, re.M)
     assert "source runbooks: " in shown and "2 documents (0 readable at the team level)" in shown
-    assert re.search(r"source devdocs: \w{12} .*1 documents .*FAILED at .*serving its last good commit: git fetch",
-                     shown)
+    assert re.search(r"source devdocs: \w{12} .*1 documents .*\n    FAILED at .*serving its last good commit: "
+                     r"git fetch", shown)
     assert not shown.startswith("indexed commit")  # each source has its own
     assert "its last good commit: admins see why" in render_status(in_words(status))
 
