@@ -10,6 +10,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from pydantic import SecretStr
 
 from eval.repos import run_git
 from bot.blocks import citation_line
@@ -80,8 +81,10 @@ def three(tmp_path: Path) -> dict[str, Path]:
     }
 
 
-def settings_for(tmp_path: Path, sources: Path) -> Settings:
-    return make_settings(tmp_path / "index", sources=str(sources), sync_fetch_retries=0, sync_retry_backoff_s=0.01)
+def settings_for(tmp_path: Path, sources: Path, index_url: str = "") -> Settings:
+    """With `index_url`, the index is that Postgres database's (the `index_url` fixture)."""
+    return make_settings(tmp_path / "index", sources=str(sources), sync_fetch_retries=0, sync_retry_backoff_s=0.01,
+                         index_url=SecretStr(index_url) if index_url else None)
 
 
 def entries(repos: dict[str, Path]) -> list[dict[str, str]]:
@@ -100,8 +103,8 @@ def rows(settings: Settings) -> dict[str, dict]:
 
 
 def test_three_sources_share_one_index_each_with_its_own_links_and_levels(
-        tmp_path: Path, three: dict[str, Path], embedder: LocalMiniLM) -> None:
-    settings = settings_for(tmp_path, write_sources(tmp_path / "sources.toml", entries(three)))
+        tmp_path: Path, three: dict[str, Path], embedder: LocalMiniLM, index_url: str) -> None:
+    settings = settings_for(tmp_path, write_sources(tmp_path / "sources.toml", entries(three)), index_url)
     report = run_sync(sync_config(settings), embedder)
     assert set(report.sources) == {"handbook", "runbooks", "devdocs"}
     assert report.added == 5
@@ -122,8 +125,8 @@ def test_three_sources_share_one_index_each_with_its_own_links_and_levels(
 
 
 def test_a_change_in_one_source_re_embeds_only_its_file_and_a_failing_source_keeps_its_commit(
-        tmp_path: Path, three: dict[str, Path], embedder: LocalMiniLM) -> None:
-    settings = settings_for(tmp_path, write_sources(tmp_path / "sources.toml", entries(three)))
+        tmp_path: Path, three: dict[str, Path], embedder: LocalMiniLM, index_url: str) -> None:
+    settings = settings_for(tmp_path, write_sources(tmp_path / "sources.toml", entries(three)), index_url)
     run_sync(sync_config(settings), embedder)
     before = open_index(sync_config(settings).rag.index).meta()
     commit(three["runbooks"], {"alerts/disk.md": page("Disk full", "Grow the volume by 50 percent.")}, "edit")
@@ -151,9 +154,9 @@ def test_a_change_in_one_source_re_embeds_only_its_file_and_a_failing_source_kee
 
 
 def test_a_renamed_source_moves_without_embedding_and_a_removed_one_loses_its_documents(
-        tmp_path: Path, three: dict[str, Path], embedder: LocalMiniLM) -> None:
+        tmp_path: Path, three: dict[str, Path], embedder: LocalMiniLM, index_url: str) -> None:
     sources = tmp_path / "sources.toml"
-    settings = settings_for(tmp_path, write_sources(sources, entries(three)))
+    settings = settings_for(tmp_path, write_sources(sources, entries(three)), index_url)
     run_sync(sync_config(settings), embedder)
     renamed = entries(three)
     renamed[1] = {**renamed[1], "name": "ops", "was": "runbooks"}
