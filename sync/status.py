@@ -18,7 +18,7 @@ from state.sync_status import SyncProgress, SyncStatus, iso
 from sync.config import SyncConfig
 from sync.lease import INDEX_WRITER
 from sync.report import short_commit
-from sync.source_index import source_of, sources_meta
+from rag.paths import source_of, sources_meta  # not sync.source_index: it loads Arrow
 
 if TYPE_CHECKING:
     from rag import Index, IndexConfig
