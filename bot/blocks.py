@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from rag import Answer, Citation
+from rag.paths import source_of
 from rag.site_links import AnswerLinks, Pages
 from rag.slack_text import LinkResolver, escape, to_mrkdwn
 from sync.report import short_commit
@@ -125,9 +126,12 @@ def _where(c: Citation) -> str:
 def citation_line(c: Citation) -> str:
     """`[n] <permalink|Title › Section> · v2.3 · a1b2c3d · 2026-10-01`; with a docs site the title
     links to the rendered page and the commit to its permalink:
-    `[n] <page|Title › Section> · v2.3 · <permalink|commit a1b2c3d> · 2026-10-01`. A warning
+    `[n] <page|Title › Section> · v2.3 · <permalink|commit a1b2c3d> · 2026-10-01`. With several
+    sources the source's name follows the title: `[n] <…|Title> · handbook · …`. A warning
     (deprecated, overdue for review) follows the title: `[n] <…|Title> · ⚠ deprecated · …`."""
     bits = [f"[{c.n}] {_where(c)}"]
+    if source := source_of(c.doc_path)[0]:  # several sources: which one the page is in
+        bits.append(escape(source))
     if c.warning:
         bits.append(escape(c.warning))
     if c.version:

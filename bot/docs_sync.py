@@ -18,9 +18,9 @@ from foundation.settings import Settings
 from foundation.wiring import sync_config
 from rag import Index
 from state.db import StateDB, StateUnavailable
-from state.sync_requests import SyncRequests
+from state.sync_requests import SOURCE_REQUEST, SyncRequests
 from sync.status import current_status, render_status
-from sync.webhook import webhook_route
+from sync.webhook import sources_webhook_route, webhook_route
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,9 @@ def in_words(status: dict[str, Any]) -> dict[str, Any]:
         shown["writer"] = "running"
     if shown.get("stopped"):  # which host and process: admins only
         shown["stopped"] = "the worker"
+    if shown.get("sources"):  # a source's fetch error may name its host: admins only
+        shown["sources"] = [{**source, "error": source["error"] and _failure(source["error"])}
+                            for source in shown["sources"]]
     if shown.get("mirror"):
         shown["mirror"] = {**shown["mirror"], "mirror_of": "the shared index", "error": "it can't be reached"}
     return shown
@@ -98,4 +101,10 @@ def webhook_routes(settings: Settings, requests: SyncRequests) -> list[web.Route
     async def push() -> None:
         await requests.request("webhook")
 
-    return [webhook_route(sync_config(settings), push)]
+    async def push_source(name: str) -> None:
+        await requests.request(f"{SOURCE_REQUEST}{name}")
+
+    config = sync_config(settings)
+    if config.sources is not None:
+        return [sources_webhook_route(config, push_source)]
+    return [webhook_route(config, push)]

@@ -152,19 +152,25 @@ def question_text(value: str) -> str:
 
 
 def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
-    """Index the docs folder, then serve Slack (when SLACK_BOT_TOKEN is set) or open the local console,
-    with the sync worker keeping that folder indexed."""
+    """Index the docs folder (or sync the sources file's repositories), then serve Slack (when
+    SLACK_BOT_TOKEN is set) or open the local console, with the sync worker keeping them indexed."""
     from bot.cli import run_bot
     from commands.readiness import say_readable
-    from foundation.wiring import lease_config, open_engine
+    from foundation.wiring import lease_config, open_engine, sync_config
     from sync.folder import index_folder
 
     if args.docs:
         settings = settings.model_copy(update={"docs_dir": args.docs})
+    # the sources file's repositories, synced as `docsbot sync` does (a bad file: one line, before the model loads)
+    sources = sync_config(settings) if settings.sources else None
     engine = open_engine(settings)
-    # index_folder waits out the lease of a console killed just before
-    docs = Path(settings.docs_dir)
-    print_index(index_folder(engine, lease_config(settings), docs), False, settings, docs)
+    if sources is not None:
+        from sync.service import run_sync
+
+        print(run_sync(sources, engine.embedder).render())
+    else:  # index_folder waits out the lease of a console killed just before
+        docs = Path(settings.docs_dir)
+        print_index(index_folder(engine, lease_config(settings), docs), False, settings, docs)
     say_readable(settings, False)
     return run_bot(settings, engine)
 

@@ -157,6 +157,8 @@ def index_checks(settings: Settings, embedder: Embedder | None) -> list[Finding]
     found = [Finding("index", "ok" if counts["chunks"] else "failed",
                      f"{counts['documents']} documents, {counts['chunks']} chunks",
                      "" if counts["chunks"] else "index some docs: `docsbot index` or `docsbot sync`")]
+    if settings.sources:  # each source's commit, freshness and links are its own (commands/doctor_sources.py)
+        return found + ([_readable(settings, readable)] if counts["documents"] else [])
     found.append(_freshness(meta))
     if counts["documents"]:
         found += [_readable(settings, readable), _links(settings, linked)]
@@ -287,12 +289,15 @@ def run_checks(settings: Settings) -> list[Finding]:
     from commands.doctor_files import unindexed_checks
     from commands.doctor_manifest import manifest_checks
     from commands.doctor_site import site_checks
+    from commands.doctor_sources import sources_checks
 
     embedding, embedder = embedding_check(settings)
+    # The docs: one repository (or folder), or each source of a sources file.
+    docs = (sources_checks(settings) if settings.sources else
+            [*unindexed_checks(settings), *site_checks(settings), *sample_docs_check(settings)])
     findings = [*slack_checks(settings), *manifest_checks(settings), *llm_checks(settings), embedding,
-                *index_checks(settings, embedder),
-                *unindexed_checks(settings), *site_checks(settings), *sample_docs_check(settings),
-                *access_check(settings), *scope_checks(settings), *webhook_check(settings)]
+                *index_checks(settings, embedder), *docs, *access_check(settings), *scope_checks(settings),
+                *webhook_check(settings)]
     for check in EXTRA_CHECKS:
         findings += check(settings)
     return findings

@@ -284,6 +284,9 @@ class Settings(BaseSettings):
                              f"DOCSBOT_CHUNK_SIZE ({self.chunk_size})")
         if self.top_k > self.candidates:
             raise ValueError(f"DOCSBOT_TOP_K ({self.top_k}) must not exceed DOCSBOT_CANDIDATES ({self.candidates})")
+        if self.sources and self.repo is not None:
+            raise ValueError("DOCSBOT_SOURCES and DOCSBOT_REPO are both set: name the repository as a [[source]] "
+                             "in the sources file, or unset DOCSBOT_SOURCES")
         if self.sync_lease_renew_s >= self.sync_lease_ttl_s:
             raise ValueError(f"DOCSBOT_SYNC_LEASE_RENEW_S ({self.sync_lease_renew_s}) must be shorter than "
                              f"DOCSBOT_SYNC_LEASE_TTL_S ({self.sync_lease_ttl_s})")
@@ -358,6 +361,9 @@ class Settings(BaseSettings):
     # The docs repository: a URL (https://user:token@host/org/repo.git, git@host:org/repo.git) or a
     # local path. Unset: `docsbot sync` reconciles the local DOCSBOT_DOCS_DIR folder instead.
     repo: SecretStr | None = None
+    # Several docs repositories at once: a TOML file with a [[source]] table each (foundation/
+    # sources_file.py, docs/sync.md). Instead of DOCSBOT_REPO, which is the single unnamed source.
+    sources: str = ""
     # Branch to follow; empty means the remote's default branch (its HEAD).
     branch: str = ""
     # Private working copy and lock file; default `<data_dir>/sync` (required when data_dir is a URI).

@@ -6,6 +6,7 @@ engine and the state store are opened from settings.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -15,12 +16,13 @@ from pydantic import SecretStr
 from foundation.errors import UserError
 from foundation.links import links_of, site_of
 from foundation.settings import Settings
+from foundation.sources_file import Source, SourcesFile
 from rag import (
     AnswerConfig, ChunkingConfig, DocsConfig, EmbeddingConfig, IndexConfig, LinkConfig, LLMConfig, RagConfig,
     RerankConfig, RetrievalConfig,
 )
 from state.config import GapsConfig, StateConfig
-from sync.config import LeaseConfig, SyncConfig
+from sync.config import LeaseConfig, SourceConfig, SyncConfig
 
 if TYPE_CHECKING:
     from rag import Engine, Generator
@@ -103,14 +105,37 @@ def lease_config(s: Settings) -> LeaseConfig:
 
 
 def sync_config(s: Settings) -> SyncConfig:
+    """The sync's configuration; with DOCSBOT_SOURCES, each source's too (read at each sync)."""
     return SyncConfig(
         rag=rag_config(s), lease=lease_config(s), repo=_secret(s.repo), branch=s.branch,
         docs_dir=s.docs_dir, work_dir=s.work_dir, git_timeout_s=s.git_timeout_s,
         fetch_retries=s.sync_fetch_retries, retry_backoff_s=s.sync_retry_backoff_s,
         interval_minutes=s.sync_interval_minutes, cron=s.sync_cron, jitter_s=s.sync_jitter_s,
         watch_debounce_ms=s.watch_debounce_ms, kill_at=s.sync_kill_at, request_poll_s=s.sync_request_poll_s,
-        webhook_secret=_secret(s.webhook_secret),
+        webhook_secret=_secret(s.webhook_secret), sources=SourceConfigs(s) if s.sources else None,
     )
+
+
+class SourceConfigs:
+    """The sources in force (foundation/sources_file.py), as the sync takes them: each its own
+    sync configuration, its working copy in `<work dir>/sources/<name>`, the lease shared."""
+
+    def __init__(self, s: Settings) -> None:
+        self.settings = s
+        self.file = SourcesFile(s.sources, s)  # SourcesFileError when the first read fails
+
+    def __call__(self) -> tuple[SourceConfig, ...]:
+        return tuple(
+            SourceConfig(src.name, replace(sync_config(source_settings(self.settings, src)),
+                                           lease=lease_config(self.settings)), src.was)
+            for src in self.file.current()
+        )
+
+
+def source_settings(s: Settings, source: Source) -> Settings:
+    """A source's settings as its sync reads them: its working copy in `<work dir>/sources/<name>`."""
+    base = Path(s.work_dir) if s.work_dir else Path(s.data_dir) / "sync"
+    return source.settings.model_copy(update={"work_dir": str(base / "sources" / source.name)})
 
 
 def open_engine(s: Settings, generator: "Generator | None" = None, read_only: bool = False) -> "Engine":

@@ -25,10 +25,11 @@ hire a lawyer?") and 5 of the 8 needs are one group each, the other 3 split off 
 A group's page is the most frequent closest page among its questions (the near miss the answer
 named, or the first section it selected), else the public page nearest to the group's mean
 vector (no closer than ASSIGN_FLOOR: else no page, no owner). A page's area is its front matter
-`area`, else its first folder; its owners come from the index's ownership snapshot
-(rag/owners.py). A page is overdue when its review date has passed: its front matter's
-`last_reviewed`, else its last commit (the index's `commit_date`), plus its `review_in`, else
-DOCSBOT_REVIEW_DAYS (rag/freshness.py); a deprecated page never is.
+`area`, else its first folder (with several sources, in its source: `handbook:people`); its
+owners come from the index's ownership snapshot, each source's own (rag/owners.py). A page is
+overdue when its review date has passed: its front matter's `last_reviewed`, else its last
+commit (the index's `commit_date`), plus its `review_in`, else DOCSBOT_REVIEW_DAYS
+(rag/freshness.py); a deprecated page never is.
 """
 from __future__ import annotations
 
@@ -41,7 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from rag import Engine, Level, Ownership, Review, StoreError, review_of
+from rag import Engine, Level, Review, StoreError, index_ownership, review_of
+from rag.owners import Owners
+from rag.paths import source_of
 from state.config import GapsConfig
 from state.db import StateDB
 from state.gaps import Cited, Downvote, GapLog, Reader, Unanswered, question_key, quoted
@@ -108,9 +111,13 @@ class Overdue:
 
 
 def area_of(page: Page | None) -> str:
+    """The page's front matter `area`, else its first folder; with several sources, in its source:
+    `handbook:people` (so gaps and ratios group by source, and `/docs gaps handbook` reads one)."""
     if page is None:
         return ""
-    return page.area or (page.path.split("/", 1)[0] if "/" in page.path else "(top level)")
+    source, path = source_of(page.path)
+    area = page.area or (path.split("/", 1)[0] if "/" in path else "(top level)")
+    return f"{source}:{area}" if source else area
 
 
 def _owned(page: Page | None, names: set[str]) -> bool:
@@ -140,10 +147,16 @@ class Report:
                        overdue=tuple(o for o in self.overdue if _owned(o.page, wanted)))
 
     def in_area(self, area: str) -> Report:
+        """What is in this area; a source's name (several sources) is all of its areas."""
         wanted = area.strip().lower()
-        return replace(self, gaps=tuple(g for g in self.gaps if area_of(g.page).lower() == wanted),
-                       downvotes=tuple(d for d in self.downvotes if area_of(d.page).lower() == wanted),
-                       overdue=tuple(o for o in self.overdue if area_of(o.page).lower() == wanted))
+
+        def within(page: Page | None) -> bool:
+            found = area_of(page).lower()
+            return found == wanted or found.startswith(f"{wanted}:")
+
+        return replace(self, gaps=tuple(g for g in self.gaps if within(g.page)),
+                       downvotes=tuple(d for d in self.downvotes if within(d.page)),
+                       overdue=tuple(o for o in self.overdue if within(o.page)))
 
     def owners(self) -> set[str]:
         """Every owner something in the report is assigned to."""
@@ -229,7 +242,7 @@ class GapFinder:
         relied_since = until_ms - RELIED_ON_DAYS * DAY_MS
         cited: list[Cited] = _visible(await self.log.cited(min(since_ms, relied_since), until_ms), level)
         store = self.engine.store
-        ownership = Ownership.from_meta(await asyncio.to_thread(store.meta))
+        ownership = index_ownership(await asyncio.to_thread(store.meta))
         vectors = await self._embed([u.question for u in unanswered])
         groups = await asyncio.to_thread(group_by_meaning, vectors)
         closest = [await self._closest([unanswered[i] for i in g], vectors[g]) for g in groups]
@@ -300,7 +313,7 @@ class GapFinder:
     def _askers(self, items: Iterable[Unanswered | Downvote]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(item.asker for item in items if item.asker)) if self.config.name_askers else ()
 
-    def _pages(self, paths: Iterable[str], level: Level, ownership: Ownership) -> dict[str, Page]:
+    def _pages(self, paths: Iterable[str], level: Level, ownership: Owners) -> dict[str, Page]:
         """The first chunk of each document the reader may see, as its page."""
         first: dict[str, dict[str, Any]] = {}
         columns = ("title", "area", "url", "access_rank", "commit_date", "reviewed", "review_days", "status", "ordinal")

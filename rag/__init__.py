@@ -42,8 +42,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("LeftOut", "Unindexed", "left_out_pages", "unindexed_files"), "rag.unindexed"),
     # document formats: which suffixes are read, and by which parser
     **dict.fromkeys(("default_include", "format_for", "suffixes"), "rag.formats"),
-    **dict.fromkeys(("CodeOwners", "Ownership", "find_codeowners", "front_matter_of", "parse_codeowners",
-                     "split_owners"), "rag.owners"),
+    **dict.fromkeys(("CodeOwners", "Ownership", "find_codeowners", "front_matter_of", "index_ownership",
+                     "parse_codeowners", "split_owners"), "rag.owners"),
     **dict.fromkeys(("IndexStats", "Provenance", "apply_documents", "chunking_signature"), "rag.indexer"),
     "rebuild_index": "rag.rebuild",
     **dict.fromkeys(("hidden_progress", "recording_to"), "rag.progress"),
@@ -103,7 +103,9 @@ if TYPE_CHECKING:
     from rag.page_links import LinkedPage, PageFacts, linked_page, page_facts, site_pages_of
     from rag.indexer import IndexStats, Provenance, apply_documents, chunking_signature
     from rag.levels import Level
-    from rag.owners import CodeOwners, Ownership, find_codeowners, front_matter_of, parse_codeowners, split_owners
+    from rag.owners import (
+        CodeOwners, Ownership, find_codeowners, front_matter_of, index_ownership, parse_codeowners, split_owners,
+    )
     from rag.providers import make_provider, provider_names
     from rag.providers import register as register_provider
     from rag.providers.protocol import ChatProvider, Description, Failure, MalformedReply, ProbeFinding

@@ -13,6 +13,8 @@ skipped, and said in `CodeOwners.problems`, as GitHub skips them.
 
 The index records an `Ownership` snapshot in its metadata each time it is written from the docs
 (`docsbot index`, every sync): replicas that never see the repository still know the owners.
+With several sources each source records its own (its CODEOWNERS, its documents' front matter,
+its paths without the `<source>:` prefix); `index_ownership` reads the index's owners either way.
 """
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rag.documents import Document, DocumentError, inside
+from rag.paths import source_of, sources_meta
 
 PLACES = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")  # GitHub's order: the first found is used
 MAX_BYTES = 3_000_000  # GitHub ignores a CODEOWNERS file over 3 MB
@@ -171,3 +174,28 @@ class Ownership:
         value = meta.get("ownership") or {}
         return cls(dict(value.get("front_matter") or {}), str(value.get("codeowners_file") or ""),
                    str(value.get("codeowners") or ""), str(value.get("prefix") or ""))
+
+
+class Owners(Protocol):
+    def owners_for(self, doc_path: str) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class SourcesOwnership:
+    """The owners of an index of several sources: a stored path `<source>:<path>` is owned as its
+    source's own snapshot says of `<path>`; a source that recorded none owns nothing."""
+
+    by_source: Mapping[str, Ownership]
+
+    def owners_for(self, doc_path: str) -> list[str]:
+        name, path = source_of(doc_path)
+        own = self.by_source.get(name)
+        return own.owners_for(path) if own is not None else []
+
+
+def index_ownership(meta: Mapping[str, Any]) -> Owners:
+    """The owners an index's metadata knows: each source's with several sources, else its own."""
+    sources = sources_meta(meta)
+    if sources:
+        return SourcesOwnership({name: Ownership.from_meta(own) for name, own in sources.items()})
+    return Ownership.from_meta(meta)

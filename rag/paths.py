@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from rag.formats import format_for
 
@@ -146,3 +147,20 @@ def matches(rel: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
     Antora partial, say); hidden parts not considered."""
     return (any(glob_match(rel, p) for p in include) and not any(glob_match(rel, p) for p in exclude)
             and format_for(rel).is_page(rel))
+
+
+# With several sources (DOCSBOT_SOURCES) a document's path is stored as `<source>:<path>`.
+SOURCE_SEPARATOR = ":"
+
+
+def source_of(doc_path: str) -> tuple[str, str]:
+    """(source, path) of a stored document path; ("", path) in an index of one unnamed source."""
+    name, sep, path = doc_path.partition(SOURCE_SEPARATOR)
+    return (name, path) if sep and name and "/" not in name else ("", doc_path)
+
+
+def sources_meta(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each named source's own part of an index's metadata (`meta["sources"]`: its commit, its
+    owners...; sync/source_index.py); empty in an index of one unnamed source."""
+    value = meta.get("sources")
+    return {str(k): dict(v) for k, v in value.items()} if isinstance(value, dict) else {}

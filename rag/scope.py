@@ -1,7 +1,8 @@
 """A channel's scope: the documents a question asked there is searched in first.
 
-`Scope(("runbooks/**",), "prefer")` searches the documents whose path matches a glob (globs as
-DOCSBOT_INCLUDE's: `**` spans folders, `*` does not) and, when nothing there gets past the
+`Scope(("runbooks/**",), "prefer")` (with several sources also `source:runbooks`) searches the
+documents whose path matches a glob (globs as DOCSBOT_INCLUDE's: `**` spans folders, `*` does
+not) and, when nothing there gets past the
 answerability gate, everything the reader may read, saying so in the answer; `"only"` never leaves
 the scope. The reader's level still filters inside the scope, in the same search (rag/store):
 the scope narrows what a reader may see, never widens it.
@@ -24,6 +25,12 @@ SCOPE_MODES: tuple[ScopeMode, ...] = ("prefer", "only")
 FALLS_BACK = {"no_match", "no_access"}  # abstentions a `prefer` scope retries with every document
 
 
+def _source_glob(pattern: str) -> str:
+    """`source:handbook` is every document of that source (stored as `handbook:<path>` when the
+    index holds several, sync/source_index.py); a glob may also name one, `handbook:ops/**`."""
+    return f"{pattern.removeprefix('source:')}:**" if pattern.startswith("source:") else pattern
+
+
 @dataclass(frozen=True)
 class Scope:
     patterns: tuple[str, ...]
@@ -36,7 +43,7 @@ class Scope:
             raise ValueError(f"`scope` must be a non-empty list of globs such as [\"runbooks/**\"], got {patterns!r}")
         if mode not in SCOPE_MODES:
             raise ValueError(f"`scope_mode` must be one of {list(SCOPE_MODES)}, got {mode!r}")
-        return cls(tuple(check_pattern(p.strip("/")) for p in patterns), mode)  # type: ignore[arg-type]
+        return cls(tuple(check_pattern(_source_glob(p).strip("/")) for p in patterns), mode)  # type: ignore[arg-type]
 
     @property
     def only(self) -> bool:

@@ -35,6 +35,10 @@ class SyncRequest(Base):
     summary: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
+# A request for one source's sync (several sources, sync/sources.py): `source:<name>`.
+SOURCE_REQUEST = "source:"
+
+
 class SyncRequests:
     def __init__(self, db: StateDB, poll_s: float = 2.0, clock: Callable[[], float] = time.time) -> None:
         self.db = db
@@ -69,6 +73,15 @@ class SyncRequests:
                 await session.execute(
                     update(SyncRequest).where(SyncRequest.id.in_(ids)).values(claimed_at=self._clock()))
         return ids
+
+    async def sources_named(self, ids: list[int]) -> frozenset[str] | None:
+        """The sources these requests name (`source:<name>`, a push or a source's schedule), or
+        None when one of them is for every source (the command, the shared schedule, a watcher)."""
+        async with self.db.begin() as session:
+            labels = list(await session.scalars(select(SyncRequest.source).where(SyncRequest.id.in_(ids))))
+        if not labels or not all(label.startswith(SOURCE_REQUEST) for label in labels):
+            return None
+        return frozenset(label.removeprefix(SOURCE_REQUEST) for label in labels)
 
     async def finish(self, ids: list[int], ok: bool, summary: str) -> None:
         now = self._clock()

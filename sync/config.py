@@ -2,6 +2,7 @@
 state store's own configuration (built by the application from its settings)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -39,6 +40,9 @@ class SyncConfig:
     kill_at: Literal["", "before-write", "after-write"]  # fault injection for crash tests
     request_poll_s: float
     webhook_secret: str | None = field(repr=False)
+    # Several repositories (DOCSBOT_SOURCES): the sources in force, read anew at each sync (a bad
+    # edit of the file keeps the last good ones). None: `repo` (or `docs_dir`) is the one source.
+    sources: Callable[[], tuple["SourceConfig", ...]] | None = field(default=None, compare=False)
 
     @property
     def data_dir(self) -> str:
@@ -47,3 +51,13 @@ class SyncConfig:
     @property
     def state(self) -> StateConfig:
         return self.lease.state
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """One named source of several: its own repository, branch, docs settings, links, schedule,
+    webhook secret and working copy (`sync`), and the name it had before a rename (`was`)."""
+
+    name: str
+    sync: SyncConfig
+    was: str = ""

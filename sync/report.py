@@ -30,6 +30,17 @@ class SyncReport(FileCounts):
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)  # what the person running it should fix
     unindexed: list[str] = field(default_factory=list)  # files the globs leave out, by reason (rag/unindexed.py)
+    # Several sources (sync/sources.py): each one's report, or its error, or that it was removed.
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, name: str, part: "SyncReport") -> None:
+        """One source's report, added up into this sync's."""
+        for counted in ("added", "modified", "deleted", "renamed", "unchanged", "chunks_embedded", "chunks_reused"):
+            setattr(self, counted, getattr(self, counted) + getattr(part, counted))
+        self.skipped += [(f"{name}:{path}", reason) for path, reason in part.skipped]
+        self.warnings += [f"{name}: {warning}" for warning in part.warnings]
+        self.unindexed += [f"{name}: {line}" for line in part.unindexed]
+        self.sources[name] = part.to_json()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -48,6 +59,7 @@ class SyncReport(FileCounts):
             "reason": self.reason,
             "warnings": self.warnings,
             "unindexed": self.unindexed,
+            **({"sources": self.sources} if self.sources else {}),
         }
 
     def render(self) -> str:
@@ -59,10 +71,20 @@ class SyncReport(FileCounts):
             f"{self.unchanged} unchanged; {self.chunks_embedded} chunks embedded, {self.chunks_reused} reused "
             f"in {self.seconds:.2f}s"
         ]
+        lines += [f"  {name}: {_source_line(part)}" for name, part in self.sources.items()]
         lines += [f"skipped {_one_line(path)}: {_one_line(shorten(reason))}" for path, reason in self.skipped]
         lines += [f"not indexed: {line}" for line in self.unindexed]
         lines += [f"warning: {warning}" for warning in self.warnings]
         return "\n".join(lines)
+
+
+def _source_line(part: dict[str, Any]) -> str:
+    if part.get("removed"):
+        return "removed from the sources file: its documents were removed"
+    if part.get("error"):
+        return f"FAILED, serving its last good commit: {part['error']}"
+    return (f"{_short(part['commit_after'])} ({part['mode']}): {part['added']} added, {part['modified']} modified, "
+            f"{part['deleted']} deleted, {part['renamed']} renamed, {part['chunks_embedded']} chunks embedded")
 
 
 def _one_line(text: str) -> str:

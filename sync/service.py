@@ -34,6 +34,7 @@ from sync.gitcmd import has_commit, is_ancestor, last_commits, redact
 from sync.lease import WriterLease, checked_writes, writer_lease
 from sync.progress import recording
 from sync.reindex import Applied, apply_paths, reconcile
+from sync.sources import sync_sources
 from sync.report import FileCounts, SyncReport
 from sync.unchanged import listing, record, record_outcome
 from sync.workcopy import WorkCopy, is_local_uri, local_folder, repo_url
@@ -42,22 +43,25 @@ log = logging.getLogger("docsbot.sync")
 _TRACER = trace.get_tracer(__name__)
 
 
-def run_sync(config: SyncConfig, embedder: Embedder | None = None, lease: WriterLease | None = None) -> SyncReport:
+def run_sync(
+    config: SyncConfig, embedder: Embedder | None = None, lease: WriterLease | None = None,
+    only: frozenset[str] | None = None,
+) -> SyncReport:
     """Run one sync now (synchronous; the worker calls it in a thread) under the index-writer
     lease: `lease` when the caller holds it, else taken for this sync (SyncBusy when another
-    process has it). The outcome is recorded in the state store; a failure is re-raised."""
+    process has it). With several sources, `only` names those to sync (None: all). The outcome
+    is recorded in the state store; a failure is re-raised."""
     if lease is None:
         with writer_lease(config.lease) as held:
-            return run_sync(config, embedder, held)
+            return run_sync(config, embedder, held, only)
     store = open_index(config.rag.index)
     started = time.perf_counter()
     try:
         with recording(lease), _TRACER.start_as_current_span("sync"), checked_writes(store, lease):
-            folder = local_folder(config)
-            if folder is None:
-                report = _sync_git(config, store, embedder, started, lease)
+            if config.sources is not None:
+                report = sync_sources(config, store, embedder, lease, sync_store, only)
             else:
-                report = _sync_folder(config, store, embedder, folder, started, lease)
+                report = sync_store(config, store, embedder, started, lease)
     except Exception as exc:
         _record_failure(lease, exc)
         events.events().sync_failed(time.perf_counter() - started)
@@ -68,6 +72,16 @@ def run_sync(config: SyncConfig, embedder: Embedder | None = None, lease: Writer
     events.events().sync_ok(report, store.meta(), store.chunk_count())
     log.info("%s", report.render())
     return report
+
+
+def sync_store(
+    config: SyncConfig, store: Index, embedder: Embedder | None, started: float, lease: WriterLease
+) -> SyncReport:
+    """One repository (or folder) synced into `store`: the whole index, or one source's part."""
+    folder = local_folder(config)
+    if folder is None:
+        return _sync_git(config, store, embedder, started, lease)
+    return _sync_folder(config, store, embedder, folder, started, lease)
 
 
 def watched_path(config: SyncConfig) -> Path | None:

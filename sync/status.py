@@ -6,6 +6,7 @@ so that it need not load LanceDB (most of its start time); else from the index."
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import rag  # its names load on use: the summary path never loads LanceDB
@@ -17,6 +18,7 @@ from state.sync_status import SyncProgress, SyncStatus, iso
 from sync.config import SyncConfig
 from sync.lease import INDEX_WRITER
 from sync.report import short_commit
+from rag.paths import source_of, sources_meta  # not sync.source_index: it loads Arrow
 
 if TYPE_CHECKING:
     from rag import Index, IndexConfig
@@ -63,7 +65,21 @@ def index_status(store: Index) -> dict[str, Any]:
         "commit_date": meta.get("commit_date"),
         **counts,
         "index_error": error,
+        **({"sources": source_status(store, meta)} if sources_meta(meta) and error is None else {}),
     }
+
+
+def source_status(store: Index, meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each source of several: its commit and its date, its documents, those a member (the `team`
+    level) may read, and its last error (it then serves its last good commit)."""
+    documents: dict[str, list[int]] = {}
+    for path, (rank,) in store.doc_columns("access_rank").items():
+        documents.setdefault(source_of(path)[0], []).append(rank)
+    return [{"name": name, "commit": own.get("commit"), "commit_date": own.get("commit_date"),
+             "documents": len(documents.get(name, [])),
+             "readable": sum(rank <= rag.Level.team for rank in documents.get(name, [])),
+             "error": own.get("error") or "", "failed_at": own.get("failed_at")}
+            for name, own in sorted(sources_meta(meta).items())]
 
 
 def summary_status(index: IndexConfig) -> dict[str, Any]:
@@ -94,18 +110,23 @@ def load_status(config: SyncConfig) -> dict[str, Any]:
                 recorded = await recorded_status(db)
             finally:
                 await db.close()
-        return {"syncing": None, **summary_status(config.rag.index), **recorded}
+        # Several sources: their part is in the index's metadata, which the summary does not hold.
+        index = (index_status(rag.open_index(config.rag.index)) if config.sources is not None
+                 else summary_status(config.rag.index))
+        return {"syncing": None, **index, **recorded}
 
     return asyncio.run(load())
 
 
 def render_status(status: dict[str, Any]) -> str:
     commit = status["commit"]
-    lines = [
-        f"indexed commit: {_short(commit) + ' (' + (status['commit_date'] or '') + ')' if commit else '(none)'}",
+    lines = [] if status.get("sources") else [
+        f"indexed commit: {_short(commit) + ' (' + (status['commit_date'] or '') + ')' if commit else '(none)'}"]
+    lines += [
         f"documents: {status['documents']}, chunks: {status['chunks']}" if not status["index_error"]
         else f"index: UNREADABLE: {status['index_error']}",
     ]
+    lines += [_source_line(source) for source in status.get("sources", [])]
     if status.get("mirror"):
         lines.append(_mirror_line(status["mirror"]))
     last, syncing = status["last_sync"], status.get("syncing")
@@ -132,6 +153,29 @@ def render_status(status: dict[str, Any]) -> str:
         writer = f"{status['writer']} (since {status['writer_since']})" if status["writer"] else "none running"
         lines.append(f"sync worker: {writer}; requests waiting: {status['pending_requests']}")
     return "\n".join(lines)
+
+
+def _source_line(source: dict[str, Any]) -> str:
+    """The source's line, and its failure on a line of its own (kept whole within a line's limit)."""
+    commit = (f"{_short(source['commit'])} ({(source['commit_date'] or '')[:10]}{age_of(source['commit_date'])})"
+              if source["commit"] else "(none)")
+    line = (f"  source {source['name']}: {commit}, {source['documents']} documents "
+            f"({source['readable']} readable at the team level)")
+    if source["error"]:
+        line += f"\n    FAILED at {source['failed_at']}, serving its last good commit: {source['error']}"
+    return line
+
+
+def age_of(date: str | None) -> str:
+    """`, committed 3 hours ago`: how old a commit is, in the unit a reader takes in at a glance."""
+    if not date:
+        return ""
+    seconds = max(0.0, (datetime.now(timezone.utc) - datetime.fromisoformat(date)).total_seconds())
+    if seconds < 3600:
+        return f", committed {seconds // 60:.0f} minutes ago"
+    if seconds < 2 * 86400:
+        return f", committed {seconds // 3600:.0f} hours ago"
+    return f", committed {seconds // 86400:.0f} days ago"
 
 
 def stopped_cause(holder: str) -> str:

@@ -150,6 +150,8 @@ def unchanged_sync(config: SyncConfig, lease: WriterLease) -> tuple[SyncReport, 
     """The report of a sync of a local folder with nothing to do (its outcome recorded as the
     service records one) and the last sync it repeats; None when a sync may have something to do."""
     started = time.perf_counter()
+    if config.sources is not None:  # several sources: each is synced (a fetch tells what is new)
+        return None
     try:
         folder = local_folder(config)
     except SyncError:  # the sync says so, and records it as its outcome

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rag import Embedder, WriteRefused, make_embedder
 from state.db import StateDB, StateUnavailable
-from state.sync_requests import SyncRequests
+from state.sync_requests import SOURCE_REQUEST, SyncRequests
 from sync.config import SyncConfig
 from sync.errors import SyncError
 from sync.lease import WriterLease
@@ -62,7 +62,11 @@ class SyncWorker:
     async def _work(self, stop: asyncio.Event) -> None:
         if self.embedder is None:
             self.embedder = await asyncio.to_thread(make_embedder, self.config.rag)
-        scheduler = start_scheduler(self.config, partial(self._request, "schedule"))
+        if self.config.sources is None:
+            schedulers = [start_scheduler(self.config, partial(self._request, "schedule"))]
+        else:  # each source on its own schedule (read when the lease is taken)
+            schedulers = [start_scheduler(source.sync, partial(self._request, f"{SOURCE_REQUEST}{source.name}"))
+                          for source in self.config.sources()]
         stop_watching = asyncio.Event()
         watcher = None
         if self.watch is not None:
@@ -82,7 +86,8 @@ class SyncWorker:
                 else:
                     await _until(self.requests.wait(min(MAX_WAIT_S, self.lease.renew_s)), stop)
         finally:
-            scheduler.shutdown(wait=False)
+            for scheduler in schedulers:
+                scheduler.shutdown(wait=False)
             stop_watching.set()
             if watcher is not None:
                 await asyncio.wait_for(watcher, 10)
@@ -96,7 +101,8 @@ class SyncWorker:
     async def _sync(self, ids: list[int]) -> None:
         self.runs += 1
         try:
-            self.last = await asyncio.to_thread(run_sync, self.config, self.embedder, self.lease)
+            only = await self.requests.sources_named(ids) if self.config.sources is not None else None
+            self.last = await asyncio.to_thread(run_sync, self.config, self.embedder, self.lease, only)
             ok, summary = True, self.last.render()
         except (SyncError, WriteRefused) as exc:  # misconfigured, or the lease was lost: recorded, retried next time
             log.warning("sync not run: %s", exc)
