@@ -3,7 +3,8 @@ docsbot's state in Postgres already. Tables: migration 0008; writes, metadata, t
 and maintenance: pg_tables.py. This module: searches and reads.
 
 - Dense search: cosine distance through the HNSW index, with the access filter (and a channel's
-  scope) in the WHERE clause of the same query. pgvector 0.8's iterative scans
+  scope) in the WHERE clause of the same query; readers of a level that passes few rows search
+  a partial HNSW graph of those rows (pg_tables.maintain). pgvector 0.8's iterative scans
   (`hnsw.iterative_scan = relaxed_order`) keep walking the graph until `limit` rows pass the
   filter, so a filter that passes few rows still gets its top rows, not what is left of an
   unfiltered top-k. The rows found are scored by their exact cosine and ordered by it.
@@ -45,9 +46,11 @@ WHOLE_ROW = ", ".join(f'"{name}"' for name in ROW_COLUMNS)
 
 
 def _readers(max_rank: int, within: frozenset[str] | None) -> tuple[str, dict[str, Any]]:
-    """The WHERE clause of a reader at `max_rank` (within these documents, when given)."""
-    where = "access_rank <= :max_rank"
-    params: dict[str, Any] = {"max_rank": int(max_rank)}
+    """The WHERE clause of a reader at `max_rank` (within these documents, when given). The rank
+    is a literal, not a parameter: the planner matches it to the reader's partial HNSW graph
+    (pg_tables.hnsw_index), which a parameter's generic plan could not."""
+    where = f"access_rank <= {int(max_rank)}"
+    params: dict[str, Any] = {}
     if within is not None:
         where, params = f"{where} AND doc_path = ANY(:within)", params | {"within": sorted(within)}
     return where, params
