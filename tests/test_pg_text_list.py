@@ -1,4 +1,4 @@
-"""The Postgres index's text list at the speed of an index (rag/store/postgres.py, migration 0011):
+"""The Postgres index's text list at the speed of an index (rag/store/postgres.py, migration 0014):
 what BM25 needs is kept by the writes, and a search scores only the rows its terms' postings rank
 best. Rows here hold words drawn from a skewed vocabulary, so the common words are in more rows
 than a posting list keeps (2 × 256) and the lists are cut; the writes come in batches, then

@@ -26,7 +26,7 @@ from rag.store.schema import ROW_FIELDS
 
 log = logging.getLogger("docsbot.index")
 CHUNKS, VECTORS, META = "docsbot_index_chunks", "docsbot_index_vectors", "docsbot_index_meta"
-# What BM25 needs, kept by triggers on CHUNKS in the writes' transactions (migration 0011).
+# What BM25 needs, kept by triggers on CHUNKS in the writes' transactions (migration 0014).
 TEXT_STATS, TERMS, POSTINGS = "docsbot_index_text_stats", "docsbot_index_terms", "docsbot_index_postings"
 SQL_TYPES = {pa.string(): "text", pa.int32(): "int4", pa.int8(): "int2"}
 COLUMNS = [name for name, _ in ROW_FIELDS]

@@ -13,7 +13,7 @@ and maintenance: pg_tables.py. This module: searches and reads.
   punctuation read as a space (migration 0010: `HTTP/2` is `http` and `2`, as in a question and in
   LanceDB's index), the terms OR-ed as in LanceDB's full-text search, scored by BM25 as LanceDB
   scores (k1 1.2, b 0.75, idf from each term's count of rows). The counts, the mean length and
-  each term's postings where it weighs most are kept by the writes (migration 0011's triggers):
+  each term's postings where it weighs most are kept by the writes (migration 0014's triggers):
   a search reads a few hundred postings and scores the best rows exactly (Bm25), instead of
   counting and ranking every row that holds a term.
 Searches run the (blocking) driver in a worker thread; the connections are pooled.
@@ -98,7 +98,7 @@ class PgIndex(PgTables):
 
     @database_errors
     def _text(self, words: str, max_rank: int, limit: int, within: frozenset[str] | None, column: str) -> list[Hit]:
-        """BM25 as LanceDB ranks, from the statistics the writes keep (migration 0011): the
+        """BM25 as LanceDB ranks, from the statistics the writes keep (migration 0014): the
         POOL_ROWS rows with the most weight in the query terms' postings (each term's rows where
         it weighs most), scored exactly from their tsvectors. Within some documents: every row
         of theirs that holds a term is scored."""
@@ -242,7 +242,7 @@ def open_postgres(config: IndexConfig, read_only: bool = False) -> Index:
     return PgIndex(config.location)
 
 
-K1, B = 1.2, 0.75  # BM25's usual constants, LanceDB's too (and migration 0011's)
+K1, B = 1.2, 0.75  # BM25's usual constants, LanceDB's too (and migration 0014's)
 
 
 def _tsquery(lexeme: str) -> str:

@@ -14,16 +14,16 @@ transaction that writes the rows, so a reader sees the statistics of the rows it
 
 Only where 0008 made the index tables; existing rows are written again to fill them.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0014
+Revises: 0013
 """
 from typing import Sequence, Union
 
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0011"
-down_revision: Union[str, Sequence[str], None] = "0010"
+revision: str = "0014"
+down_revision: Union[str, Sequence[str], None] = "0013"
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
