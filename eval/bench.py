@@ -9,7 +9,14 @@ Vectors: a few hundred awsdocs chunks are indexed for real (the ingest measureme
 tables are made from those real embeddings, each synthetic row `normalise(a + w·b + 0.7·noise)`
 for real chunk vectors a, b (w uniform in [0, 1], Gaussian noise of norm ~1), which keeps the
 real embedding geometry without the 1-base-many-copies clumps that flatter IVF. Queries are the
-awsdocs golden questions, then section headings of chunks that were not indexed.
+awsdocs golden questions, then section headings of chunks that were not indexed. With
+`--base-index` the real rows are those of an index of the awsdocs set already built (its ~10k
+chunks and their embeddings; the ingest measurement is then left out).
+
+With `--index-url postgresql://…` the same rows are written to that index at each size beside
+LanceDB's, and both are measured in the same run: dense p50/p95/recall@16 per filter, the text
+list (stores taking turns per question), write rate (Postgres keeps its HNSW index up to date on
+each write after the first size), index build time and size on disk, with the load average.
 """
 from __future__ import annotations
 
@@ -44,10 +51,22 @@ from rag import (  # noqa: E402
     AccessRules, Document, Embedder, Index, IndexConfig, IvfTuned, Level, chunk_document, load_folder, make_embedder,
     open_index, vector_array,
 )
+from eval.bench_compare import load_average, measure_text, postgres_disk_mb  # noqa: E402
 from eval.bench_ingest import measure_ingest, query_latency, report as ingest_report  # noqa: E402
 from eval.repos import opened  # noqa: E402
 
-AWSDOCS = Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "awsdocs-dev"
+
+def shared_awsdocs() -> Path:
+    """The shared awsdocs dev set: `shared/eval/awsdocs-dev` in the nearest folder above the
+    checkout that has it (a worktree sits deeper than the main checkout)."""
+    checkout = Path(__file__).resolve().parent.parent
+    for folder in checkout.parents:
+        if (folder / "shared" / "eval" / "awsdocs-dev").is_dir():
+            return folder / "shared" / "eval" / "awsdocs-dev"
+    return checkout.parent / "shared" / "eval" / "awsdocs-dev"
+
+
+AWSDOCS = shared_awsdocs()
 K = 16
 NOISE = 0.7
 BATCH_ROWS = 25_000  # rows per Index.write while a table grows (one huge write scans slower)
@@ -56,9 +75,14 @@ FLAT_MAX_ROWS = 200_000  # larger tables skip the flat-scan comparison (~1 s a q
 # Access filters measured: (name, max rank, share of rows passing). Documents get levels so
 # that about 10% of rows are public and 60% team: team readers pass ~70%, public ones ~10%;
 # restricted readers (and the bot's check for better matches above a reader's level) pass all.
+# "scope" is a channel scope (Index.dense's `within`) of every SCOPE_EVERY-th bench document.
 FILTERS = (
     ("team", int(Level.team), 0.7), ("public", int(Level.public), 0.1), ("all", int(Level.restricted), 1.0),
+    ("scope", int(Level.restricted), 0.02),
 )
+SCOPE_EVERY = 50
+DOC_ROWS = 20  # rows per bench document
+TEXT_RANK = int(Level.team)  # the reader of the text-list comparison
 
 
 @dataclass
@@ -134,7 +158,7 @@ def synthetic_rows(base: pa.Table, data: Synthetic, start: int, stop: int) -> pa
     ranks = data.ranks[start:stop]
     replaced = {
         "chunk_id": pa.array(ids),
-        "doc_path": pa.array([f"bench/{i // 20:05d}.md" for i in range(start, stop)]),
+        "doc_path": pa.array([bench_doc(i // DOC_ROWS) for i in range(start, stop)]),
         "access": pa.array([Level(int(r)).name for r in ranks]),
         "access_rank": pa.array(ranks, type=pa.int8()),
         "vector": vector_array(data.vectors[start:stop]),
@@ -144,15 +168,33 @@ def synthetic_rows(base: pa.Table, data: Synthetic, start: int, stop: int) -> pa
     return rows
 
 
-def grow(store: Index, base: pa.Table, data: Synthetic, have: int, want: int) -> None:
+def bench_doc(number: int) -> str:
+    return f"bench/{number:05d}.md"
+
+
+def scope(name: str, rows: int) -> tuple[frozenset[str] | None, np.ndarray | None]:
+    """The documents of filter `name`'s channel scope over the first `rows` rows, and its row mask
+    (None, None: the filter has no scope)."""
+    if name != "scope":
+        return None, None
+    documents = range(0, (rows + DOC_ROWS - 1) // DOC_ROWS, SCOPE_EVERY)
+    return frozenset(bench_doc(d) for d in documents), (np.arange(rows) // DOC_ROWS) % SCOPE_EVERY == 0
+
+
+def grow(store: Index, base: pa.Table, data: Synthetic, have: int, want: int) -> float:
+    """Write rows have..want as syncs do (batches replacing their documents); the seconds taken."""
+    started = time.perf_counter()
     for start in range(have, want, BATCH_ROWS):
         rows = synthetic_rows(base, data, start, min(want, start + BATCH_ROWS))
         store.write(rows, rows["doc_path"].unique().to_pylist())
+    return time.perf_counter() - started
 
 
-def exact_top(vectors: np.ndarray, ranks: np.ndarray, query: np.ndarray, max_rank: int) -> np.ndarray:
-    """The baseline: brute-force cosine top-k with the access filter as a mask."""
-    scores = np.where(ranks <= max_rank, vectors @ query, -np.inf)
+def exact_top(vectors: np.ndarray, ranks: np.ndarray, query: np.ndarray, max_rank: int,
+              within: np.ndarray | None = None) -> np.ndarray:
+    """The baseline: brute-force cosine top-k with the access filter (and a scope) as a mask."""
+    passing = ranks <= max_rank if within is None else (ranks <= max_rank) & within
+    scores = np.where(passing, vectors @ query, -np.inf)
     top = np.argpartition(-scores, K)[:K]
     return top[np.argsort(-scores[top])]
 
@@ -162,11 +204,13 @@ def _ms(samples: list[float], q: float) -> float:
 
 
 async def measure(
-    store: Index, data: Synthetic, rows: int, corpus: Corpus, max_rank: int, embedder: Embedder | None = None
+    store: Index, data: Synthetic, rows: int, corpus: Corpus, name: str, embedder: Embedder | None = None
 ) -> dict[str, Any]:
-    """Per query, interleaved so both see the same load: the numpy baseline, Index.dense, and
-    (with an embedder) query embedding + Index.dense."""
+    """Per query of filter `name`, interleaved so both see the same load: the numpy baseline,
+    Index.dense, and (with an embedder) query embedding + Index.dense."""
     vectors, ranks = data.vectors[:rows], data.ranks[:rows]
+    max_rank = next(rank for filter_name, rank, _ in FILTERS if filter_name == name)
+    within, mask = scope(name, rows)
     times: dict[str, list[float]] = {"baseline": [], "store": [], "with_embed": []}
     recalls = []
 
@@ -179,10 +223,10 @@ async def measure(
         return result
 
     for text, query in zip(corpus.queries, corpus.query_vectors):
-        exact = await timed("baseline", lambda: exact_top(vectors, ranks, query, max_rank))
-        hits = await timed("store", lambda: store.dense(query, max_rank, K))
+        exact = await timed("baseline", lambda: exact_top(vectors, ranks, query, max_rank, mask))
+        hits = await timed("store", lambda: store.dense(query, max_rank, K, within))
         if embedder is not None:
-            await timed("with_embed", lambda: store.dense(embedder.embed([text])[0], max_rank, K))
+            await timed("with_embed", lambda: store.dense(embedder.embed([text])[0], max_rank, K, within))
         found = {int(h.row["chunk_id"].removeprefix("bench-")) for h in hits}
         recalls.append(len(found & set(exact.tolist())) / K)
     result = {
@@ -191,7 +235,7 @@ async def measure(
         "baseline_p50_ms": _ms(times["baseline"], 50),
         "ratio": round(float(np.median(times["store"]) / np.median(times["baseline"])), 2),
         "recall@16": round(float(np.mean(recalls)), 3),
-        "rows_passing": int((ranks <= max_rank).sum()),
+        "rows_passing": int(((ranks <= max_rank) & (True if mask is None else mask)).sum()),
     }
     if embedder is not None:
         result |= {"p50_with_embed_ms": _ms(times["with_embed"], 50), "p95_with_embed_ms": _ms(times["with_embed"], 95)}
@@ -212,42 +256,47 @@ def crossover(points: list[dict[str, Any]]) -> int | None:
 def run(
     workdir: Path, sizes: list[int], probe_sizes: list[int], queries: int, ingest_chunks: int, seed: int = 0,
     log: Callable[[str], None] = lambda _: None, docs_dir: Path = AWSDOCS / "docs",
-    golden: Path = AWSDOCS / "golden.jsonl", index_url: str = "",
+    golden: Path = AWSDOCS / "golden.jsonl", index_url: str = "", base_index: Path | None = None,
 ) -> dict[str, Any]:
-    """The figures over the real chunks of `docs_dir` (the shared awsdocs set unless told), queried
-    by the questions of `golden`; with `index_url`, the same rows and queries on that index too."""
+    """The figures over the real chunks of `docs_dir` (the shared awsdocs set unless told; those of
+    `base_index` when given), queried by the questions of `golden`; with `index_url`, the same
+    rows and queries on that index too, size by size beside LanceDB."""
     settings = Settings(_env_file=None, data_dir=str(workdir / "ingest"))
     embedder = make_embedder(rag_config(settings))
     docs = load_docs(docs_dir, settings, seed)
+    load = {"start": load_average()}
 
-    log(f"ingest: indexing ~{ingest_chunks} chunks with {embedder.name}, 1 thread vs threads vs processes ...")
-    rate = measure_ingest(workdir, docs, settings, ingest_chunks)
-    base = opened(settings.data_dir).all_rows()
+    rate: dict[str, Any] | None = None
+    if base_index is None:
+        log(f"ingest: indexing ~{ingest_chunks} chunks with {embedder.name}, 1 thread vs threads vs processes ...")
+        rate = measure_ingest(workdir, docs, settings, ingest_chunks)
+    base = opened(base_index or settings.data_dir).all_rows()
     base_vectors = base["vector"].combine_chunks().flatten().to_numpy().reshape(base.num_rows, -1)
     texts = make_queries(docs, set(base["doc_path"].to_pylist()), settings, queries, golden)
     corpus = Corpus(base, texts, embedder.embed(texts))
-    log("query embedding while a sync embeds in the same process ...")
-    rate["query_embed"] = query_latency(base["search_text"].to_pylist()[:32], texts[:20], settings.embedding_batch)
+    if rate is not None:
+        log("query embedding while a sync embeds in the same process ...")
+        rate["query_embed"] = query_latency(base["search_text"].to_pylist()[:32], texts[:20], settings.embedding_batch)
 
     data = synthesize(base_vectors, assign_levels(base, seed), max(sizes + probe_sizes), seed)
     store = lance_bench(workdir / "bench")
+    other = Other(index_url) if index_url else None
     retrieval: dict[str, Any] = {}
     points: list[dict[str, Any]] = []
     have = 0
     for rows in sorted(set(sizes + probe_sizes)):
         log(f"{rows:,} rows: writing and maintaining ...")
-        grow(store, base, data, have, rows)
-        have = rows
+        added, write_s = rows - have, grow(store, base, data, have, rows)
         probe = rows in probe_sizes or rows <= FLAT_MAX_ROWS
         if probe:
             store.maintain(NEVER)
-            flat = {name: asyncio.run(measure(store, data, rows, corpus, rank)) for name, rank, _ in FILTERS}
+            flat = {name: asyncio.run(measure(store, data, rows, corpus, name)) for name, _, _ in FILTERS}
         started = time.perf_counter()
         store.build_ann_index()
         build_s = round(time.perf_counter() - started, 2)
         store.maintain(0)
         if probe:
-            ann = {name: asyncio.run(measure(store, data, rows, corpus, rank)) for name, rank, _ in FILTERS}
+            ann = {name: asyncio.run(measure(store, data, rows, corpus, name)) for name, _, _ in FILTERS}
             for name, _, _ in FILTERS:
                 points.append({
                     "rows": rows, "filter": name, "rows_passing": flat[name]["rows_passing"],
@@ -256,22 +305,34 @@ def run(
                     "ann_recall@16": ann[name]["recall@16"], "index_build_s": build_s,
                 })
                 log(_point_line(points[-1]))
+        if other is not None and rows in sizes:
+            other.grow(base, data, have, rows, log)
+        have = rows
         if rows in sizes:
             with warnings.catch_warnings():  # "concurrent readers of old versions will fail": there are none
                 warnings.simplefilter("ignore", UserWarning)
                 store.maintain(settings.ann_min_rows, cleanup_after=timedelta(0))  # disk: the live version only
             retrieval[str(rows)] = {
                 name: _with_route(figures, store, rows, settings.ann_min_rows)
-                for name, rank, _ in FILTERS
-                for figures in [asyncio.run(measure(store, data, rows, corpus, rank, embedder))]
-            } | {"index_build_s": build_s, "disk_mb": _disk_mb(workdir / "bench")}
+                for name, _, _ in FILTERS
+                for figures in [asyncio.run(measure(store, data, rows, corpus, name, embedder))]
+            } | {"index_build_s": build_s, "disk_mb": _disk_mb(workdir / "bench"),
+                 "write_rows_per_s": round(added / write_s),
+                 "load": load_average()}
             log(f"{rows:,} rows: index build {build_s} s, {retrieval[str(rows)]['disk_mb']} MB on disk")
-    others = {index_url.split(":", 1)[0]: other_store(index_url, base, data, corpus, sizes, log)} if index_url else {}
+            if other is not None:
+                other.measure(rows, data, corpus, log)
+                retrieval[str(rows)]["text"] = asyncio.run(
+                    measure_text({"lancedb": store, other.name: other.store}, corpus.queries, TEXT_RANK,
+                                 key=lambda chunk_id: str(data.primary[int(chunk_id.removeprefix("bench-"))])))
+                log(f"{rows:,} rows: text list {retrieval[str(rows)]['text']}")
+    load["end"] = load_average()
     return {
         "retrieval": retrieval,
-        "other_stores": others,
+        "other_stores": {other.name: other.figures} if other is not None else {},
         "ann_min_rows": {"configured": settings.ann_min_rows, "measured": crossover(points), "points": points},
         "ingest": rate,
+        "load": load,
         "setup": {
             "base_chunks": base.num_rows, "queries": len(texts), "k": K, "noise": NOISE,
             "numpy_threads": "1" if NUMPY_SINGLE_THREAD else "default (numpy was imported before the bench)",
@@ -280,27 +341,37 @@ def run(
     }
 
 
-def other_store(url: str, base: pa.Table, data: Synthetic, corpus: Corpus, sizes: list[int],
-                log: Callable[[str], None]) -> dict[str, Any]:
-    """The same rows and queries at each size on the index at `url` (e.g. Postgres with pgvector),
-    its search indexes built by its own maintain(); emptied first."""
-    store = open_index(IndexConfig("", "", None, 0, url))
-    if store.exists():
-        store.reset()
-    figures: dict[str, Any] = {}
-    have = 0
-    for rows in sorted(sizes):
-        log(f"{url.split(':', 1)[0]}: {rows:,} rows: writing and maintaining ...")
-        grow(store, base, data, have, rows)
-        have = rows
+class Other:
+    """The index at `url` (e.g. Postgres with pgvector), emptied first, given the same rows and
+    queries at each size; its search indexes are built by its own maintain() after the first
+    size and kept up to date by its writes after that."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.name = url, url.split(":", 1)[0]
+        self.store = open_index(IndexConfig("", "", None, 0, url))
+        if self.store.exists():
+            self.store.reset()
+        self.figures: dict[str, Any] = {}
+        self.built = False
+
+    def grow(self, base: pa.Table, data: Synthetic, have: int, rows: int, log: Callable[[str], None]) -> None:
+        log(f"{self.name}: {rows:,} rows: writing{' (HNSW kept up to date)' if self.built else ''} ...")
+        write_s = grow(self.store, base, data, have, rows)
         started = time.perf_counter()
-        store.maintain(0)
-        build_s = round(time.perf_counter() - started, 2)
-        figures[str(rows)] = {name: asyncio.run(measure(store, data, rows, corpus, rank)) for name, rank, _ in FILTERS}
-        figures[str(rows)]["index_build_s"] = build_s
-        log(f"  {rows:,} rows: " + ", ".join(f"{name} p50 {figures[str(rows)][name]['p50_ms']} ms recall@16 "
-                                              f"{figures[str(rows)][name]['recall@16']}" for name, _, _ in FILTERS))
-    return figures
+        self.store.maintain(0)
+        build_s = time.perf_counter() - started
+        self.figures[str(rows)] = {"write_rows_per_s": round((rows - have) / write_s), "hnsw_kept": self.built,
+                                   "maintain_s": round(build_s, 2)}
+        self.built = True
+
+    def measure(self, rows: int, data: Synthetic, corpus: Corpus, log: Callable[[str], None]) -> None:
+        figures = self.figures[str(rows)]
+        figures |= {name: asyncio.run(measure(self.store, data, rows, corpus, name)) for name, _, _ in FILTERS}
+        figures |= {"disk_mb": postgres_disk_mb(self.url) if self.name.startswith("postgres") else None,
+                    "load": load_average()}
+        log(f"  {self.name} {rows:,} rows: " + ", ".join(
+            f"{name} p50 {figures[name]['p50_ms']} p95 {figures[name]['p95_ms']} ms recall@16 "
+            f"{figures[name]['recall@16']}" for name, _, _ in FILTERS))
 
 
 def _disk_mb(folder: Path) -> float:
@@ -355,12 +426,34 @@ def report(result: dict[str, Any]) -> str:
     lines.append(f"ANN faster than flat from {ann['measured']} passing rows "
                  f"(ann_min_rows configured: {ann['configured']})")
     for store, sizes in result.get("other_stores", {}).items():
-        lines += ["", f"{store}, same rows and queries (search indexes built by its maintain()):"]
-        lines += [f"{int(rows):>8,} {name:<7} {r['rows_passing']:>8,} p50 {r['p50_ms']:>7.1f} p95 {r['p95_ms']:>7.1f} "
-                  f"numpy {r['baseline_p50_ms']:>7.1f} ratio {r['ratio']:>6.2f} recall@16 {r['recall@16']:.3f}"
-                  for rows, filters in sizes.items() for name, _, _ in FILTERS for r in [filters[name]]]
-    lines += ["", *ingest_report(result["ingest"])]
+        lines += ["", *compare_report(result["retrieval"], store, sizes)]
+    lines.append(f"load average: {result['load']['start']} at the start, {result['load']['end']} at the end")
+    if result["ingest"] is not None:
+        lines += ["", *ingest_report(result["ingest"])]
     return "\n".join(lines)
+
+
+def compare_report(lance: dict[str, Any], store: str, sizes: dict[str, Any]) -> list[str]:
+    """LanceDB and the other store side by side at each size: dense per filter, the text list,
+    writes, index build and disk."""
+    lines = [f"LanceDB vs {store}, same rows and queries (p50 / p95 ms, recall@16; p95 ratio = {store} / LanceDB):"]
+    for rows, other in sizes.items():
+        mine = lance[rows]
+        for name, _, _ in FILTERS:
+            a, b = mine[name], other[name]
+            lines.append(f"{int(rows):>9,} {name:<7} {b['rows_passing']:>8,} passing  LanceDB {a['p50_ms']:>6.1f} / "
+                         f"{a['p95_ms']:>6.1f} {a['recall@16']:.3f}  {store} {b['p50_ms']:>6.1f} / {b['p95_ms']:>6.1f} "
+                         f"{b['recall@16']:.3f}  p95 ratio {b['p95_ms'] / a['p95_ms']:.2f}")
+        text = mine["text"]
+        lines.append(f"{'':>9} text list (reader: team): LanceDB {text['lancedb']['p50_ms']} / "
+                     f"{text['lancedb']['p95_ms']} ms, {store} {text[store]['p50_ms']} / {text[store]['p95_ms']} ms "
+                     f"(p50 ratio {text[store]['p50_ms'] / text['lancedb']['p50_ms']:.2f}, top-16 overlap "
+                     f"{text[store]['overlap_with_lancedb']})")
+        lines.append(f"{'':>9} writes: LanceDB {mine['write_rows_per_s']:,} rows/s, {store} "
+                     f"{other['write_rows_per_s']:,} rows/s{' (HNSW kept up to date)' if other['hnsw_kept'] else ''}; "
+                     f"index build LanceDB {mine['index_build_s']} s, {store} maintain {other['maintain_s']} s; "
+                     f"disk LanceDB {mine['disk_mb']:,} MB, {store} {other['disk_mb']} MB; load {other['load']}")
+    return lines
 
 
 def _log(line: str) -> None:
@@ -382,14 +475,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--ingest-chunks", type=int, default=400, help="real chunks embedded and indexed")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--base-index", type=Path, default=None,
+                        help="take the real chunks and their vectors from this LanceDB index of the awsdocs set "
+                        "(no embedding; the ingest measurement is left out)")
+    parser.add_argument("--awsdocs", type=Path, default=AWSDOCS, help="the awsdocs dev set (docs/ and golden.jsonl)")
     parser.add_argument("--index-url", default="", help="also measure the index at this URL (postgresql://...) "
                         "on the same rows and queries at --sizes; it is emptied first")
     args = parser.parse_args(argv)
-    if not AWSDOCS.is_dir():
-        print(f"eval bench: the awsdocs dev set is not at {AWSDOCS} (the shared eval folder)", file=sys.stderr)
+    if not args.awsdocs.is_dir():
+        print(f"eval bench: the awsdocs dev set is not at {args.awsdocs} (pass --awsdocs)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="docsbot-bench-") as tmp:
         result = run(Path(tmp), args.sizes, args.probe_sizes, args.queries, args.ingest_chunks, log=_log,
-                     index_url=args.index_url)
+                     docs_dir=args.awsdocs / "docs", golden=args.awsdocs / "golden.jsonl",
+                     index_url=args.index_url, base_index=args.base_index)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0

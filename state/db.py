@@ -31,16 +31,13 @@ from tenacity import (retry, retry_if_exception, retry_if_exception_type, stop_a
                       wait_fixed)
 
 from state.errors import StateConfigError
+from state.status_rows import HEAD, MIGRATIONS
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg.abc import RV, PQGen
     from alembic.config import Config
 
-MIGRATIONS = Path(__file__).resolve().parent / "migrations"
-# The newest revision: the scripts are numbered in order ("0004_…py" is revision "0004", tests hold
-# alembic to that), so a process whose database is current needs no Alembic (0.7-0.9 s of imports).
-HEAD = max(script.name.split("_", 1)[0] for script in (MIGRATIONS / "versions").glob("[0-9]*_*.py"))
 # SQLite's busy handler polls with growing sleeps rather than queueing, so a process can miss
 # the lock for seconds while another runs a burst of short transactions (measured: 5 s ran out
 # with two processes casting 20 votes each at load 5 on 2 cores). A wait past Slack's 3 s ack

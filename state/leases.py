@@ -18,6 +18,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from state.db import StateDB
 from state.schema import Base
+from state.status_rows import live
 
 
 class LeaseRow(Base):
@@ -77,6 +78,6 @@ class Leases:
         """The live holder of `name`, or None when it is free or expired."""
         async with self.db.begin() as session:
             row = (await session.execute(select(LeaseRow).where(LeaseRow.name == name))).scalar_one_or_none()
-        if row is None or row.expires_at <= self._clock():
+        if row is None or not live(row.expires_at, self._clock()):
             return None
         return Lease(row.name, row.holder, row.acquired_at, row.expires_at)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, Float, Integer, String, Text, delete
@@ -13,8 +12,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from state.db import StateDB
 from state.schema import Base
-
-INDEX = "index"  # one row per index; there is one today
+from state.status_rows import INDEX, NEVER_SYNCED, last_sync, progress
 
 
 class SyncStatusRow(Base):
@@ -41,10 +39,6 @@ class SyncProgressRow(Base):
     total: Mapped[int] = mapped_column(Integer)
 
 
-def iso(epoch: float | None) -> str | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
-
-
 class SyncStatus:
     def __init__(self, db: StateDB, clock: Callable[[], float] = time.time) -> None:
         self.db = db
@@ -67,11 +61,8 @@ class SyncStatus:
         async with self.db.begin() as session:
             row = await session.get(SyncStatusRow, INDEX)
         if row is None:
-            return {"last_sync": None, "last_success_at": None}
-        return {
-            "last_sync": {"ok": row.ok, "at": iso(row.at), "error": row.error, "report": row.report},
-            "last_success_at": iso(row.last_success_at),
-        }
+            return dict(NEVER_SYNCED)
+        return last_sync(row.ok, row.at, row.error, row.report, row.last_success_at)
 
 
 class SyncProgress:
@@ -93,15 +84,7 @@ class SyncProgress:
                                                                 SyncProgressRow.holder == holder))
 
     async def read(self, live_holder: str | None) -> tuple[dict[str, int] | None, str | None]:
-        """What the row says given `live_holder` (the index-writer lease's holder now): the
-        {"done", "total"} of its run once embedding has begun (else None), and the holder of a
-        run that stopped before it finished (else None). A row is written when a run starts and
-        deleted when it ends, however it ends; one left by a writer that no longer holds the lease
-        is a run whose process died or was cut off (a full disk, a kill) before saying how it ended."""
+        """What the row says given `live_holder` (state.status_rows.progress)."""
         async with self.db.begin() as session:
             row = await session.get(SyncProgressRow, INDEX)
-        if row is None:
-            return None, None
-        if live_holder is None or row.holder != live_holder:
-            return None, row.holder
-        return ({"done": row.done, "total": row.total} if row.total else None), None
+        return (None, None) if row is None else progress(row.holder, row.done, row.total, live_holder)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from state.db import StateDB, StateUnavailable
 from state.opening import open_state
+from state.status_rows import INDEX_WRITER
 from state.leases import Leases
 from sync.config import LeaseConfig
 from sync.errors import SyncBusy, SyncError
@@ -39,7 +40,6 @@ if TYPE_CHECKING:  # `docsbot status` imports the lease's name without loading t
 
 log = logging.getLogger("docsbot.sync")
 
-INDEX_WRITER = "index-writer"
 WAIT_POLL_S = 1.0  # a one-shot writer waiting for the lease looks again this often (or each renewal)
 T = TypeVar("T")
 

@@ -2,30 +2,34 @@
 the last sync's outcome, the writer holding the lease and the waiting requests (state store).
 
 `docsbot status` reads the index's part from its summary (rag.read_summary) when that is current,
-so that it need not load LanceDB (most of its start time); else from the index."""
+so that it need not load LanceDB (most of its start time); else from the index. On a SQLite state
+file it reads the state store's part with the standard library (state.status_rows), so that it
+need not load SQLAlchemy either; the state modules are imported only when that read cannot answer."""
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import rag  # its names load on use: the summary path never loads LanceDB
-from state.db import StateDB, StateUnavailable
-from state.opening import open_state
-from state.leases import Leases
-from state.sync_requests import SyncRequests
-from state.sync_status import SyncProgress, SyncStatus, iso
+from state.status_rows import INDEX_WRITER, iso, read_sqlite
 from sync.config import SyncConfig
-from sync.lease import INDEX_WRITER
 from sync.report import short_commit
 from rag.paths import source_of, sources_meta  # not sync.source_index: it loads Arrow
 
 if TYPE_CHECKING:
     from rag import Index, IndexConfig
+    from state.db import StateDB
 
 
 async def recorded_status(db: StateDB) -> dict[str, Any]:
     """The state store's part of the status; when it cannot be read, says so instead."""
+    from state.db import StateUnavailable
+    from state.leases import Leases
+    from state.sync_requests import SyncRequests
+    from state.sync_status import SyncProgress, SyncStatus
+
     try:
         recorded = await SyncStatus(db).read()
         lease = await Leases(db).current(INDEX_WRITER)
@@ -100,7 +104,14 @@ async def current_status(store: Index, db: StateDB) -> dict[str, Any]:
 
 def load_status(config: SyncConfig) -> dict[str, Any]:
     """The whole status, from synchronous code (`docsbot status`)."""
+    recorded = read_sqlite(config.state.url, time.time())
+    if recorded is not None:
+        return {"syncing": None, **summary_status(config.rag.index), **recorded}
+
     async def load() -> dict[str, Any]:
+        from state.db import StateUnavailable
+        from state.opening import open_state
+
         try:
             db = await open_state(config.state)
         except StateUnavailable as exc:  # the index's part can still be shown

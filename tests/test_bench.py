@@ -65,3 +65,26 @@ async def test_bench_audience_counts_one_confirmation_per_answer_past_the_fresh_
     assert before.slack_calls["users.info"] == now.slack_calls["users.info"]  # levels stay cached
     # Each mode's calls include one auth.test (the installing organisation, bot/directory.py).
     assert "extra Slack calls per answer: +1.600 (ratio now/before 2.39x)" in report(load, before, now, "sqlite")
+
+
+def test_bench_measures_postgres_beside_lancedb_in_the_same_run(tmp_path: Path, pgvector_server: str) -> None:
+    """`eval bench --index-url`: the same rows on both stores at each size, dense per filter with
+    recall against numpy, the text list taking turns, writes (HNSW kept up to date after the
+    first size), build and disk, and the table naming both."""
+    from tests.support.pgvector import index_database
+
+    with index_database(pgvector_server) as url:
+        result = bench.run(tmp_path, sizes=[1_000, 2_000], probe_sizes=[], queries=6, ingest_chunks=25,
+                           docs_dir=SAMPLE_DOCS, golden=REPO / "eval" / "golden.jsonl", index_url=url)
+    postgres = result["other_stores"]["postgresql"]
+    assert [postgres[size]["hnsw_kept"] for size in ("1000", "2000")] == [False, True]
+    for name, _, _ in bench.FILTERS:
+        row = postgres["2000"][name]
+        assert row["recall@16"] >= 0.9 and row["p95_ms"] >= row["p50_ms"] > 0, (name, row)
+        assert row["rows_passing"] == result["retrieval"]["2000"][name]["rows_passing"]
+    assert postgres["2000"]["scope"]["rows_passing"] < postgres["2000"]["public"]["rows_passing"]
+    text = result["retrieval"]["2000"]["text"]
+    assert text["postgresql"]["p50_ms"] > 0 and text["postgresql"]["overlap_with_lancedb"] >= 0.5
+    assert postgres["2000"]["disk_mb"] > 0 and postgres["2000"]["write_rows_per_s"] > 0
+    table = bench.report(result)
+    assert "LanceDB vs postgresql" in table and "text list" in table and "load average" in table

@@ -171,7 +171,7 @@ async def test_searches_on_no_index_say_it_is_missing(index: Index) -> None:
 
 
 async def test_the_text_list_weighs_a_rare_term_over_a_common_one(index: Index) -> None:
-    """BM25's IDF on LanceDB, IDF-weighted ts_rank_cd on Postgres: the one chunk that holds the
+    """BM25's IDF on both stores: the one chunk that holds the
     rare word ranks first, above chunks saying the common word three times."""
     index.write(pa.concat_tables([rows("common.md", 20, words="deploy deploy deploy"),
                                   rows("rare.md", 1, words="deploy rollback")]), None)

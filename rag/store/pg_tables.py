@@ -26,18 +26,52 @@ from rag.store.schema import ROW_FIELDS
 
 log = logging.getLogger("docsbot.index")
 CHUNKS, VECTORS, META = "docsbot_index_chunks", "docsbot_index_vectors", "docsbot_index_meta"
+# What BM25 needs, kept by triggers on CHUNKS in the writes' transactions (migration 0014).
+TEXT_STATS, TERMS, POSTINGS = "docsbot_index_text_stats", "docsbot_index_terms", "docsbot_index_postings"
 SQL_TYPES = {pa.string(): "text", pa.int32(): "int4", pa.int8(): "int2"}
 COLUMNS = [name for name, _ in ROW_FIELDS]
 # A denser graph than pgvector's default (m=16, ef_construction=64): with the awsdocs questions at
 # 100k rows recall@16 went from 0.90-0.94 to 0.96-0.99 at hnsw.ef_search 200, p50 unchanged
 # (7.7-16 ms), index build 34 s (`eval bench --index-url`, docs/performance.md).
 HNSW_GRAPH = "m = 24, ef_construction = 128"
+# A filter that passes few rows walks far through the whole graph before it has its top rows (at
+# 100k rows, readers passing 10%: p95 99 ms against 21 ms through a graph of their rows alone,
+# recall@16 0.98-0.99 both; docs/performance.md). Readers of a level passing at most this share
+# of the rows get a partial graph; one passing more reads the whole graph (a partial one for 70%
+# cost 82 s to build at 100k and a write into each graph for most rows, for 27 -> 20 ms p50).
+PARTIAL_MAX_SHARE = 0.25
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def vector_literal(vector: np.ndarray) -> str:
     """pgvector's text form of one vector."""
     return "[" + ",".join(map(str, np.asarray(vector, dtype=np.float32).tolist())) + "]"
+
+
+def hnsw_index(dim: int, max_rank: int | None) -> str:
+    """The statement making the HNSW graph of every row (max_rank None) or of the rows a reader
+    at `max_rank` may see; a search names the rank as a literal so that the planner can use it."""
+    name, where = f"ix_{CHUNKS}_hnsw_{dim}", ""
+    if max_rank is not None:
+        name, where = f"{name}_upto_{int(max_rank)}", f" WHERE access_rank <= {int(max_rank)}"
+    return (f"CREATE INDEX IF NOT EXISTS {name} ON {CHUNKS} USING hnsw ((vector::vector({dim})) vector_cosine_ops) "
+            f"WITH ({HNSW_GRAPH}){where}")
+
+
+def _selective_ranks(c: Connection) -> list[int]:
+    """The access ranks below the highest whose readers pass at most PARTIAL_MAX_SHARE of the
+    rows, by the planner's statistics (ANALYZE's sample: no count of every row)."""
+    row = c.execute(sa.text("SELECT most_common_vals::text::int[], most_common_freqs FROM pg_stats "
+                            "WHERE tablename = :t AND attname = 'access_rank'"), {"t": CHUNKS}).first()
+    if row is None or row[0] is None:
+        return []
+    shares = sorted(zip(row[0], row[1]))
+    passing, ranks = 0.0, []
+    for rank, share in shares[:-1]:  # readers at the highest rank present pass every row
+        passing += share
+        if passing <= PARTIAL_MAX_SHARE:
+            ranks.append(int(rank))
+    return ranks
 
 
 def driver_url(url: str) -> sa.URL:
@@ -209,17 +243,19 @@ class PgTables:
     @database_errors
     def maintain(self, ann_min_rows: int) -> None:
         """The HNSW index for the dimension the vectors have (one per dimension: the column has
-        none), and fresh planner statistics. `ann_min_rows` is not needed: with iterative scans
-        a filtered search through HNSW keeps going until it has its rows, and the planner scans
-        exactly where the filter passes few."""
+        none), a partial one for each access level whose readers pass at most PARTIAL_MAX_SHARE
+        of the rows, and fresh planner statistics. `ann_min_rows` is not needed: with iterative
+        scans a filtered search through HNSW keeps going until it has its rows, and the planner
+        scans exactly where the filter passes few."""
         self._before_commit()
         with self._engine.connect() as c:
             dim = c.execute(sa.text(f"SELECT vector_dims(vector) FROM {CHUNKS} LIMIT 1")).scalar()
+            c.exec_driver_sql(f"ANALYZE {CHUNKS}")
             if dim is not None:
                 c.exec_driver_sql("SET maintenance_work_mem = '256MB'")
-                c.exec_driver_sql(f"CREATE INDEX IF NOT EXISTS ix_{CHUNKS}_hnsw_{int(dim)} ON {CHUNKS} USING hnsw "
-                                  f"((vector::vector({int(dim)})) vector_cosine_ops) WITH ({HNSW_GRAPH})")
-            c.exec_driver_sql(f"ANALYZE {CHUNKS}")
+                for rank in [None, *_selective_ranks(c)]:
+                    c.exec_driver_sql(hnsw_index(int(dim), rank))
+                c.exec_driver_sql(f"ANALYZE {CHUNKS}")
             c.commit()
 
     def rebuild(self, build: Callable[[Index], pa.Table], meta: dict[str, Any], reuse_vectors: bool) -> None:

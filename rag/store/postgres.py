@@ -3,7 +3,8 @@ docsbot's state in Postgres already. Tables: migration 0008; writes, metadata, t
 and maintenance: pg_tables.py. This module: searches and reads.
 
 - Dense search: cosine distance through the HNSW index, with the access filter (and a channel's
-  scope) in the WHERE clause of the same query. pgvector 0.8's iterative scans
+  scope) in the WHERE clause of the same query; readers of a level that passes few rows search
+  a partial HNSW graph of those rows (pg_tables.maintain). pgvector 0.8's iterative scans
   (`hnsw.iterative_scan = relaxed_order`) keep walking the graph until `limit` rows pass the
   filter, so a filter that passes few rows still gets its top rows, not what is left of an
   unfiltered top-k. The rows found are scored by their exact cosine and ordered by it.
@@ -11,9 +12,10 @@ and maintenance: pg_tables.py. This module: searches and reads.
   column's tsvector (schema.TEXT_SEARCHED: search_text's is search_tsv), made from its words with
   punctuation read as a space (migration 0010: `HTTP/2` is `http` and `2`, as in a question and in
   LanceDB's index), the terms OR-ed as in LanceDB's full-text search, scored by BM25 as LanceDB
-  scores (k1 1.2, b 0.75, idf from one indexed count per term): the rows that hold a term are
-  found and pre-ranked through the GIN index (ts_rank_cd weighted by idf), the best of them
-  scored from the term counts in their tsvectors.
+  scores (k1 1.2, b 0.75, idf from each term's count of rows). The counts, the mean length and
+  each term's postings where it weighs most are kept by the writes (migration 0014's triggers):
+  a search reads a few hundred postings and scores the best rows exactly (Bm25), instead of
+  counting and ranking every row that holds a term.
 Searches run the (blocking) driver in a worker thread; the connections are pooled.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import numpy as np
@@ -28,7 +31,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from rag.config import IndexConfig
-from rag.store.pg_tables import CHUNKS, COLUMNS, PgTables, database_errors, vector_literal
+from rag.store.pg_tables import CHUNKS, COLUMNS, POSTINGS, TERMS, TEXT_STATS, PgTables, database_errors, vector_literal
 from rag.store.protocol import Index
 from rag.store.schema import (ROW_COLUMNS, TEXT_SEARCHED, Hit, chunk_schema, storable, text_search_words,
                               with_defaults)
@@ -36,15 +39,18 @@ from rag.store.schema import (ROW_COLUMNS, TEXT_SEARCHED, Hit, chunk_schema, sto
 # Candidates the HNSW graph search keeps (pgvector's default is 40): at 64, recall@16 was 0.85-0.91 at
 # 100k rows with the awsdocs questions (`eval bench --index-url`, docs/performance.md).
 EF_SEARCH = 200
+POOL_ROWS = 256  # rows scored exactly per text search: see _listed
 _WORD = re.compile(r"[^\W_]+")  # a query term: letters and digits, the words the tsvector holds (migration 0010)
 SEARCHED = "chunk_id, doc_path, access_rank, vector::real[] AS vector"
 WHOLE_ROW = ", ".join(f'"{name}"' for name in ROW_COLUMNS)
 
 
 def _readers(max_rank: int, within: frozenset[str] | None) -> tuple[str, dict[str, Any]]:
-    """The WHERE clause of a reader at `max_rank` (within these documents, when given)."""
-    where = "access_rank <= :max_rank"
-    params: dict[str, Any] = {"max_rank": int(max_rank)}
+    """The WHERE clause of a reader at `max_rank` (within these documents, when given). The rank
+    is a literal, not a parameter: the planner matches it to the reader's partial HNSW graph
+    (pg_tables.hnsw_index), which a parameter's generic plan could not."""
+    where = f"access_rank <= {int(max_rank)}"
+    params: dict[str, Any] = {}
     if within is not None:
         where, params = f"{where} AND doc_path = ANY(:within)", params | {"within": sorted(within)}
     return where, params
@@ -58,8 +64,6 @@ def _columns(columns: Iterable[str]) -> str:
 
 
 class PgIndex(PgTables):
-    _lexemes_at: tuple[int, float] = (-1, 1.0)  # the row count the mean length was read at, and it
-
     # -- searches ------------------------------------------------------------------------------
     async def dense(self, vector: np.ndarray, max_rank: int, limit: int,
                     within: frozenset[str] | None = None) -> list[Hit]:
@@ -94,46 +98,63 @@ class PgIndex(PgTables):
 
     @database_errors
     def _text(self, words: str, max_rank: int, limit: int, within: frozenset[str] | None, column: str) -> list[Hit]:
-        """BM25 over the column's tsvector, as LanceDB ranks: the rows that hold a term, first by
-        each term's ts_rank_cd weighted by its inverse document frequency (through the GIN index),
-        then the best of them scored by BM25 from their lexeme counts. ts_rank_cd alone ranks a
-        short page that names a term once over the section that is about it (formats-mkdocs)."""
-        where, params = _readers(max_rank, within)
+        """BM25 as LanceDB ranks, from the statistics the writes keep (migration 0014): the
+        POOL_ROWS rows with the most weight in the query terms' postings (each term's rows where
+        it weighs most), scored exactly from their tsvectors. Within some documents: every row
+        of theirs that holds a term is scored."""
         tsv = TEXT_SEARCHED[column]
-        terms = {f"t{n}": term for n, term in enumerate(sorted({w.lower() for w in _WORD.findall(words)}))}
-        per_term = ", ".join(f"(SELECT count(*) FROM {CHUNKS} WHERE {tsv} @@ plainto_tsquery('english', :{k})), "
-                             f"plainto_tsquery('english', :{k})::text" for k in terms)  # through the GIN index
         with self._reading() as c:
-            total, *found = c.execute(sa.text(f"SELECT (SELECT count(*) FROM {CHUNKS}), {per_term}"), terms).one()
-            weights = {k: (term, _lexeme(lexeme), math.log(1 + (total - n + 0.5) / (n + 0.5)))
-                       for (k, term), n, lexeme in zip(terms.items(), found[::2], found[1::2]) if n}
-            if not weights:  # a stop word's query matches nothing
+            terms = c.execute(sa.text(
+                "WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', :words))) "
+                "SELECT q.lexeme, coalesce(sum(t.docs), 0)::bigint "
+                f"FROM q LEFT JOIN {TERMS} t USING (lexeme) GROUP BY q.lexeme ORDER BY q.lexeme"),
+                {"words": " ".join(_WORD.findall(words))}).all()
+            total, length = c.execute(sa.text(f"SELECT rows, words FROM {TEXT_STATS}")).one()
+            query = Bm25({lexeme: math.log(1 + (total - n + 0.5) / (n + 0.5)) for lexeme, n in terms if n},
+                         length / max(total, 1))
+            if not query.idf:  # stop words only, or terms no row holds
                 return []
-            score = " + ".join(f":w_{k} * ts_rank_cd({tsv}, plainto_tsquery('english', :{k}), 1)" for k in weights)
-            matched = " || ".join(f"plainto_tsquery('english', :{k})" for k in weights)
-            # Ranked first, then the columns read for the best rows only: in one SELECT Postgres
-            # casts every matching row's vector and tsvector before it sorts (72 against 139 ms).
-            query = sa.text(f"WITH best AS (SELECT chunk_id, {score} AS score FROM {CHUNKS} "
-                            f"WHERE {tsv} @@ ({matched}) AND {where} ORDER BY score DESC, chunk_id LIMIT :limit) "
-                            f'SELECT {SEARCHED}, "{column}", {tsv}::text AS lexemes '
-                            f"FROM best JOIN {CHUNKS} USING (chunk_id)")
-            bound = {k: term for k, (term, _, _) in weights.items()} | {f"w_{k}": w for k, (_, _, w) in weights.items()}
-            rows = c.execute(query, params | bound | {"limit": max(int(limit) * 4, 64)}).mappings().all()
-            mean = self._mean_lexemes(c, tsv, total)
-        idf = {lexeme: w for _, lexeme, w in weights.values() if lexeme}
-        scored = sorted(((bm25(row["lexemes"], idf, mean), row) for row in rows),
-                        key=lambda pair: (-pair[0], pair[1]["chunk_id"]))
-        return [Hit({k: row[k] for k in ("chunk_id", "doc_path", "access_rank", column)},
-                    np.asarray(row["vector"], dtype=np.float32), score) for score, row in scored[:limit]]
+            if within is None:
+                return self._listed(c, query, max_rank, limit, column, tsv)
+            return self._scored(c, query, f"{tsv} @@ CAST(:any AS tsquery)", _readers(max_rank, within), limit,
+                                column, tsv)
 
-    def _mean_lexemes(self, c: sa.Connection, tsv: str, total: int) -> float:
-        """The rows' mean count of words, stop words left out (BM25's average length), read again
-        when the row count changed since it was last read: one scan, not one per search."""
-        if self._lexemes_at[0] != total:
-            words = f"(SELECT sum(coalesce(array_length(w.positions, 1), 1)) FROM unnest({tsv}) AS w)"
-            mean = c.execute(sa.text(f"SELECT avg({words}) FROM {CHUNKS}")).scalar()
-            self._lexemes_at = (total, float(mean or 1.0))
-        return self._lexemes_at[1]
+    def _listed(self, c: sa.Connection, query: Bm25, max_rank: int, limit: int, column: str, tsv: str) -> list[Hit]:
+        """The top `limit` of the POOL_ROWS rows with the most listed weight, scored exactly."""
+        lexemes = sorted(query.idf)
+        ids = c.execute(sa.text(
+            f"SELECT p.chunk_id FROM {POSTINGS} p JOIN "
+            "unnest(CAST(:lexemes AS text[]), CAST(:idf AS float8[])) AS w(lexeme, idf) ON p.lexeme = w.lexeme "
+            "WHERE p.access_rank <= :rank GROUP BY p.chunk_id ORDER BY sum(w.idf * p.impact) DESC, p.chunk_id "
+            "LIMIT :pool"),
+            {"lexemes": lexemes, "idf": [query.idf[x] for x in lexemes], "rank": int(max_rank),
+             "pool": max(POOL_ROWS, int(limit))}).scalars().all()
+        where, params = _readers(max_rank, None)
+        return self._scored(c, query, "chunk_id = ANY(:ids)", (where, params | {"ids": ids}), limit, column, tsv)
+
+    def _scored(self, c: sa.Connection, query: Bm25, rows: str, readers: tuple[str, dict[str, Any]], limit: int,
+                column: str, tsv: str) -> list[Hit]:
+        """The best `limit` of `rows` that pass `readers`, by BM25 from their tsvectors (each read
+        once: its length and the query lexemes' counts of positions)."""
+        where, params = readers
+        lexemes = sorted(query.idf)
+        counted = c.execute(sa.text(
+            f"SELECT c.chunk_id, s.length, s.lexemes, s.counts FROM {CHUNKS} c CROSS JOIN LATERAL ("
+            "SELECT sum(coalesce(array_length(u.positions, 1), 1)) AS length, "
+            "array_agg(u.lexeme) FILTER (WHERE u.lexeme = ANY(:lexemes)) AS lexemes, "
+            "array_agg(coalesce(array_length(u.positions, 1), 1)) FILTER (WHERE u.lexeme = ANY(:lexemes)) AS counts "
+            f"FROM unnest(c.{tsv}) u) s WHERE {rows} AND {where}"),
+            params | {"lexemes": lexemes, "any": " | ".join(map(_tsquery, lexemes))}).all()
+        scored = sorted(((query.score(float(length), dict(zip(found or [], counts or []))), chunk_id)
+                         for chunk_id, length, found, counts in counted), key=lambda pair: (-pair[0], pair[1]))
+        best = dict((chunk_id, score) for score, chunk_id in scored[:limit] if score > 0)
+        if not best:
+            return []
+        read = c.execute(sa.text(f'SELECT {SEARCHED}, "{column}" FROM {CHUNKS} WHERE chunk_id = ANY(:ids)'),
+                         {"ids": list(best)}).mappings().all()
+        found_rows = sorted(read, key=lambda row: (-best[row["chunk_id"]], row["chunk_id"]))
+        return [Hit({k: row[k] for k in ("chunk_id", "doc_path", "access_rank", column)},
+                    np.asarray(row["vector"], dtype=np.float32), best[row["chunk_id"]]) for row in found_rows]
 
     # -- rows ------------------------------------------------------------------------------------
     async def rows(self, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -221,18 +242,21 @@ def open_postgres(config: IndexConfig, read_only: bool = False) -> Index:
     return PgIndex(config.location)
 
 
-_LEXEMES = re.compile(r"'((?:[^']|'')+)':([0-9A-D,]+)")  # a tsvector as text: 'lexeme':1,7 'other':3
-K1, B = 1.2, 0.75  # BM25's usual constants, LanceDB's too
+K1, B = 1.2, 0.75  # BM25's usual constants, LanceDB's too (and migration 0014's)
 
 
-def _lexeme(query: str) -> str:
-    """The lexeme of a one-word tsquery as text ("'proxi'"); "" for a stop word."""
-    return query.strip().strip("'").replace("''", "'")
+def _tsquery(lexeme: str) -> str:
+    """A one-lexeme tsquery's text: the lexeme quoted, as it is (not parsed nor stemmed again)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def bm25(lexemes: str, idf: dict[str, float], mean_length: float) -> float:
-    """A row's BM25 score from its tsvector's text: each query lexeme's count of positions (its
-    term frequency), the row's count of words (all lexemes' positions) as its length."""
-    counts = {m.group(1).replace("''", "'"): m.group(2).count(",") + 1 for m in _LEXEMES.finditer(lexemes)}
-    norm = K1 * (1 - B + B * sum(counts.values()) / mean_length)
-    return sum(w * counts[lex] * (K1 + 1) / (counts[lex] + norm) for lex, w in idf.items() if lex in counts)
+@dataclass(frozen=True)
+class Bm25:
+    """A query's terms as BM25 weighs them: each lexeme's idf, and the rows' mean length."""
+    idf: dict[str, float]
+    mean: float
+
+    def score(self, length: float, counts: dict[str, int]) -> float:
+        """A row's score from its count of words (all positions) and the query lexemes' counts."""
+        norm = K1 * (1 - B + B * length / self.mean)
+        return sum(w * counts[lex] * (K1 + 1) / (counts[lex] + norm) for lex, w in self.idf.items() if lex in counts)
