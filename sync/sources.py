@@ -106,7 +106,7 @@ def _take_over(source: SourceConfig, stored: set[str]) -> bool:
 
 def _record_outcomes(store: Index, outcomes: dict[str, dict[str, str]]) -> None:
     """The sources' errors and times, in one metadata write after them all: a write costs ~0.1 s
-    (a commit, then the index summary), one per source made a no-op sync of 6 sources ~2x slower."""
+    (a commit, then the index summary): one per source was most of a no-op sync of several."""
     if outcomes:
         every = sources_meta(store.meta())
         store.set_meta(sources={name: every.get(name, {}) | outcomes.get(name, {}) for name in every | outcomes})
