@@ -10,6 +10,7 @@ COMMANDS = {
     "calibrate": ("eval.calibrate", "fit the answerability gate on several sets; write its parameter file"),
     "bench": ("eval.bench", "retrieval latency and recall against numpy brute force; ingest rate"),
     "bench-sync": ("eval.bench_sync", "incremental sync against a full rebuild"),
+    "bench-sources": ("eval.bench_sources", "N docs repositories as sources against one repository of the same files"),
     "bench-acks": ("eval.bench_acks", "how fast a busy `docsbot serve` acknowledges Slack (p99 < 300 ms)"),
     "bench-ratelimits": ("eval.bench_ratelimits", "a 200-question burst under Slack's rate limits, vs unlimited"),
     "bench-audience": ("eval.bench_audience", "Slack calls and latency per answer of confirming audiences, vs before"),

@@ -11,6 +11,7 @@ come from the cache) and records the commit.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -154,7 +155,7 @@ def _sync_git(
     _checkpoint(config, "after-write")
     _say_what_is_left_out(report, store, root, config)
     _record_success(store, report, signature, git_root(config), started, commit=head,
-                    commit_date=copy.commit_date(head), owners=owners.with_repository(copy.path, subdir))
+                    commit_date=copy.commit_date(head), owners=owners.with_repository(copy.path, subdir), before=meta)
     return report
 
 
@@ -259,13 +260,23 @@ def _checkpoint(config: SyncConfig, point: str) -> None:
 
 def _record_success(
     store: Index, report: SyncReport, signature: dict[str, Any], root: str, started: float,
-    commit: str | None, commit_date: str | None, owners: Ownership,
+    commit: str | None, commit_date: str | None, owners: Ownership, before: dict[str, Any] | None = None,
 ) -> None:
     """Written after the chunks, in one metadata write: the commit is only claimed once its
-    changes are in the index (with who owns the documents: rag/owners.py)."""
+    changes are in the index (with who owns the documents: rag/owners.py). Not written when the
+    metadata read `before` the sync holds the same already (a no-op sync): a write is a commit
+    to the index and its summary, ~0.1 s, paid by every source of a sync of several."""
     report.seconds = time.perf_counter() - started
-    store.set_meta(commit=commit, commit_date=commit_date, sync_signature=signature, docs_root=root,
-                   ownership=owners.to_meta())
+    values = {"commit": commit, "commit_date": commit_date, "sync_signature": signature, "docs_root": root,
+              "ownership": owners.to_meta()}
+    if before is not None and all(_as_stored(before.get(key)) == _as_stored(value) for key, value in values.items()):
+        return
+    store.set_meta(**values)
+
+
+def _as_stored(value: Any) -> str:
+    """A metadata value as the index keeps it (JSON: a tuple reads back as a list)."""
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _record_failure(lease: WriterLease, exc: Exception) -> None:

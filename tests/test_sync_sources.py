@@ -290,3 +290,17 @@ def test_a_channel_scope_may_name_sources() -> None:
     scope = Scope.parse(["source:runbooks", "handbook:ops/**"], "only")
     docs = ["runbooks:README.md", "runbooks:alerts/disk.md", "handbook:ops/oncall.md", "handbook:README.md"]
     assert scope.within(docs) == {"runbooks:README.md", "runbooks:alerts/disk.md", "handbook:ops/oncall.md"}
+
+
+def test_a_no_op_sync_of_every_source_writes_the_metadata_once(
+        tmp_path: Path, three: dict[str, Path], embedder: LocalMiniLM) -> None:
+    """Each metadata write is a commit and a new index summary (~0.1 s): not two per source."""
+    settings = settings_for(tmp_path, write_sources(tmp_path / "sources.toml", entries(three)))
+    run_sync(sync_config(settings), embedder)
+    versions = Path(sync_config(settings).rag.index.location) / "meta.lance" / "_versions"
+    before = len(list(versions.iterdir()))
+    report = run_sync(sync_config(settings), embedder)
+    assert {part["mode"] for part in report.sources.values()} == {"unchanged"}
+    assert len(list(versions.iterdir())) == before + 1  # the sources' times, in one write
+    meta = sources_meta(open_index(sync_config(settings).rag.index).meta())
+    assert all(meta[name]["last_success_at"] and meta[name]["error"] == "" for name in three)
