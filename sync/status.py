@@ -104,9 +104,14 @@ async def current_status(store: Index, db: StateDB) -> dict[str, Any]:
 
 def load_status(config: SyncConfig) -> dict[str, Any]:
     """The whole status, from synchronous code (`docsbot status`)."""
+    def index_part() -> dict[str, Any]:
+        # Several sources: their part is in the index's metadata, which the summary does not hold.
+        return (index_status(rag.open_index(config.rag.index)) if config.sources is not None
+                else summary_status(config.rag.index))
+
     recorded = read_sqlite(config.state.url, time.time())
     if recorded is not None:
-        return {"syncing": None, **summary_status(config.rag.index), **recorded}
+        return {"syncing": None, **index_part(), **recorded}
 
     async def load() -> dict[str, Any]:
         from state.db import StateUnavailable
@@ -121,10 +126,7 @@ def load_status(config: SyncConfig) -> dict[str, Any]:
                 recorded = await recorded_status(db)
             finally:
                 await db.close()
-        # Several sources: their part is in the index's metadata, which the summary does not hold.
-        index = (index_status(rag.open_index(config.rag.index)) if config.sources is not None
-                 else summary_status(config.rag.index))
-        return {"syncing": None, **index, **recorded}
+        return {"syncing": None, **index_part(), **recorded}
 
     return asyncio.run(load())
 
