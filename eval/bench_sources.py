@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import SecretStr
 
+from eval.wrapped_embedder import WrappedEmbedder
 from eval.repos import commit_files, run_git
 from foundation.settings import Settings
 from foundation.wiring import rag_config, sync_config
@@ -99,31 +100,14 @@ def shared_trees(shared: Path) -> tuple[Tree, ...]:
     )
 
 
-@dataclass(eq=False)  # compared by identity, as the engine's meaning check shares its embedder
-class RememberingEmbedder:
+@dataclass(eq=False)
+class RememberingEmbedder(WrappedEmbedder):
     """The model, remembering every vector it made by text: a second first sync then costs
     everything but the model (`model_s`: the model's own seconds; `embedded`: texts it embedded)."""
 
-    inner: Embedder
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     model_s: float = 0.0
     embedded: int = 0
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    @property
-    def threads(self) -> int:
-        return self.inner.threads
-
-    @threads.setter
-    def threads(self, value: int) -> None:
-        self.inner.threads = value
 
     def embed(self, texts: list[str]) -> np.ndarray:
         for _ in self.embed_batches(texts):

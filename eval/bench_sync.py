@@ -35,6 +35,7 @@ from pydantic import SecretStr
 
 from foundation.settings import Settings
 from foundation.wiring import lease_config, rag_config, sync_config
+from eval.wrapped_embedder import WrappedEmbedder
 from eval.repos import commit_files, index_differences, rebuild_at, run_git
 from rag import Embedder, Engine, ExtractiveAnswerer, make_embedder, open_index
 from sync.folder import index_folder
@@ -43,30 +44,13 @@ from sync.service import run_sync
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "openshift-runbooks"
 
 
-@dataclass(eq=False)  # compared by identity, so the engine's meaning check can share it
-class RecordingEmbedder:
+@dataclass(eq=False)
+class RecordingEmbedder(WrappedEmbedder):
     """Wraps an embedder and remembers every text it was asked to embed, to count repeats."""
 
-    inner: Embedder
     seen: set[str] = field(default_factory=set)
     texts: int = 0
     repeats: int = 0
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    @property
-    def threads(self) -> int:
-        return self.inner.threads
-
-    @threads.setter
-    def threads(self, value: int) -> None:
-        self.inner.threads = value
 
     def embed(self, texts: list[str]) -> np.ndarray:
         self._record(texts)
