@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import re
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.channel_rules import NO_RULES, ChannelRules, parse_channels
 from rag import Level
+from foundation.toml_file import read_toml
 
 log = logging.getLogger(__name__)
 
@@ -134,14 +134,7 @@ def load_access(path: str | Path | None) -> AccessPolicy:
     if not path:
         return AccessPolicy()
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise AccessFileError(f"access file {path}: cannot read it ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise AccessFileError(f"access file {path}: not UTF-8 text (byte {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise AccessFileError(f"access file {path}: not valid TOML ({exc})") from None
+    _, data = read_toml(path, "access file", AccessFileError)
     return parse_access(data, f"access file {path}")
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from pydantic import SecretStr, ValidationError
 
 from foundation.errors import UserError
 from foundation.settings import Settings
+from foundation.toml_file import read_toml
 
 log = logging.getLogger("docsbot.sources")
 
@@ -60,15 +60,7 @@ class Source:
 def load_sources(path: str | Path, base: Settings, environ: dict[str, str] | None = None) -> tuple[Source, ...]:
     """Read and check the sources file; SourcesFileError says what is wrong and where."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text)
-    except OSError as exc:
-        raise SourcesFileError(f"sources file {path}: cannot read it ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise SourcesFileError(f"sources file {path}: not UTF-8 text (byte {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SourcesFileError(f"sources file {path}: not valid TOML ({exc})") from None
+    text, data = read_toml(path, "sources file", SourcesFileError)
     return parse_sources(data, text, base, str(path), os.environ if environ is None else environ)
 
 
