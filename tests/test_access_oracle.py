@@ -19,9 +19,8 @@ from bot.local import demo
 from bot.local.harness import local_slack
 from bot.local.standin import visible_text
 from eval.bench_mcp import over_http
-from foundation.wiring import lease_config, open_engine
+from foundation.wiring import open_engine
 from rag import Engine, ExtractiveAnswerer, LocalMiniLM
-from sync.folder import index_folder
 from tests.support.cli import docsbot
 from tests.support.mcp import call
 from tests.support.served import Served, served
@@ -119,18 +118,13 @@ WATERING = "When are the office plants watered?"
 
 def watering_corpus(root: Path, embedder: LocalMiniLM, level: str) -> Engine:
     """A public page that answers WATERING, and three pages at `level` that answer it better."""
-    docs = root / "docs"
-    docs.mkdir(parents=True)
-    (docs / "facilities.md").write_text(FACILITIES, encoding="utf-8")
-    for n in range(3):
-        (docs / f"plants-{n}.md").write_text(
-            f"---\ntitle: Office plant watering {n}\naccess: {level}\n---\n# Office plant watering {n}\n\n"
-            "## When the office plants are watered\n\nThe office plants are watered every Tuesday morning. "
-            "Water the office plants on Tuesday.\n", encoding="utf-8")
-    settings = make_settings(root / "index", access_hint=False)
-    engine = open_engine(settings, generator=ExtractiveAnswerer())
+    plants = {f"plants-{n}.md": (
+        f"---\ntitle: Office plant watering {n}\naccess: {level}\n---\n# Office plant watering {n}\n\n"
+        "## When the office plants are watered\n\nThe office plants are watered every Tuesday morning. "
+        "Water the office plants on Tuesday.\n") for n in range(3)}
+    indexed_pages(root, embedder, {"facilities.md": FACILITIES, **plants})
+    engine = open_engine(make_settings(root / "index", access_hint=False), generator=ExtractiveAnswerer())
     engine.embedder = embedder
-    index_folder(engine, lease_config(settings), docs)
     return engine
 
 
