@@ -51,11 +51,13 @@ def test_two_sets_as_sources_of_one_index_keep_their_figures(
     report = json.loads(capsys.readouterr().out)
     runbooks, httpx = report["sets"]["runbooks"], report["sets"]["httpx"]
     # The gold pages are found in the shared index only under their `<set>:` paths.
-    assert runbooks["shared"]["hit_rate"] == httpx["shared"]["hit_rate"] == 1.0
-    assert runbooks["questions"]["hit_rate"] == {"own": 2, "shared": 2, "of": 2, "difference": 0}
+    for view in ("whole", "own source"):
+        assert runbooks[view]["report"]["hit_rate"] == httpx[view]["report"]["hit_rate"] == 1.0
+        assert runbooks[view]["questions"]["hit_rate"] == {"own": 2, "shared": 2, "of": 2, "difference": 0}
+        assert runbooks[view]["within"] and httpx[view]["within"]
     assert runbooks["own"]["docs"] == str(FIXTURES / "runbooks")
     assert (tmp_path / "data" / "eval" / "runbooks").is_dir()  # the own index, where `eval run` keeps it
-    assert runbooks["within"] and httpx["within"] and report["lost"] == []
+    assert report["lost"] == []
     # Every vector of the shared sync came from the two own indexes' caches.
     assert report["sync"]["documents"] == 9 and report["sync"]["model_embedded"] == 0
     assert report["sync"]["borrowed"] > 0
@@ -63,10 +65,9 @@ def test_two_sets_as_sources_of_one_index_keep_their_figures(
     assert shared_index.main(argv[:-1], settings, embedder) == 0
     table = capsys.readouterr().out
     assert "the model embedded 0 texts" in table
-    assert [line.split()[:2] + line.split()[-2:] for line in table.splitlines() if "hit@k" in line] == [
-        ["runbooks", "hit@k", "+0", "PASS"], ["httpx", "hit@k", "+0", "PASS"]]
-    assert table.rstrip().endswith("every set within 1 question of its own figures: PASS")
-
+    assert [line.split()[-2:] for line in table.splitlines() if "hit@k" in line] == [["+0", "PASS"]] * 4
+    assert "searching the whole: every set within 1 question of its own figures: PASS" in table
+    assert table.rstrip().endswith("searching the own source: every set within 1 question of its own figures: PASS")
 
 def test_a_gold_page_the_shared_index_lacks_is_an_error(
     tmp_path: Path, embedder: LocalMiniLM, capsys: pytest.CaptureFixture[str]
