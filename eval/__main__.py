@@ -8,6 +8,7 @@ COMMANDS = {
     "run": ("eval.runner", "golden-set evaluation (retrieval, abstention, citations, latency)"),
     "sweep": ("eval.sweep", "try a grid of retrieval settings on several sets; rank by their macro average"),
     "calibrate": ("eval.calibrate", "fit the answerability gate on several sets; write its parameter file"),
+    "shared-index": ("eval.shared_index", "dev sets asked of one index holding their docs as sources, vs their own"),
     "bench": ("eval.bench", "retrieval latency and recall against numpy brute force; ingest rate"),
     "bench-sync": ("eval.bench_sync", "incremental sync against a full rebuild"),
     "bench-sources": ("eval.bench_sources", "N docs repositories as sources against one repository of the same files"),

@@ -32,14 +32,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from pydantic import SecretStr
 
-from eval.wrapped_embedder import WrappedEmbedder
+from eval.wrapped_embedder import FillingEmbedder
 from eval.repos import commit_files, run_git
 from foundation.settings import Settings
 from foundation.wiring import rag_config, sync_config
@@ -101,33 +100,17 @@ def shared_trees(shared: Path) -> tuple[Tree, ...]:
 
 
 @dataclass(eq=False)
-class RememberingEmbedder(WrappedEmbedder):
+class RememberingEmbedder(FillingEmbedder):
     """The model, remembering every vector it made by text: a second first sync then costs
-    everything but the model (`model_s`: the model's own seconds; `embedded`: texts it embedded)."""
+    everything but the model."""
 
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
-    model_s: float = 0.0
-    embedded: int = 0
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        for _ in self.embed_batches(texts):
-            pass
-        return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+    def known(self, texts: list[str]) -> dict[int, np.ndarray]:
+        return {i: self.vectors[t] for i, t in enumerate(texts) if t in self.vectors}
 
-    def embed_batches(self, texts: list[str]) -> Iterator[tuple[list[int], np.ndarray]]:
-        missing = [i for i, t in enumerate(texts) if t not in self.vectors]
-        known = [i for i, t in enumerate(texts) if t in self.vectors]
-        if known:
-            yield known, np.stack([self.vectors[texts[i]] for i in known])
-        started = time.perf_counter()
-        for positions, vectors in self.inner.embed_batches([texts[i] for i in missing]):
-            self.model_s += time.perf_counter() - started
-            self.embedded += len(positions)
-            indices = [missing[p] for p in positions]
-            for i, vector in zip(indices, vectors):
-                self.vectors[texts[i]] = vector
-            yield indices, vectors
-            started = time.perf_counter()
+    def learn(self, text: str, vector: np.ndarray) -> None:
+        self.vectors[text] = vector
 
 
 @dataclass

@@ -29,8 +29,9 @@ from eval.facts import fact_report, pooled, with_overlay
 from eval.procedures import procedure_report
 from eval.golden import GoldenCase, GoldenError, load_golden, load_thresholds, thresholds_path
 from eval.sets import EvalSet, choose, open_engine, prepare, run_closing
-from rag import (SIGNALS, Answer, EmbeddingError, Engine, Level, Mode, RagConfig, Retrieval, StoreError,
+from rag import (SIGNALS, Answer, EmbeddingError, Engine, Level, Mode, RagConfig, Retrieval, Scope, StoreError,
                  make_embedder)
+from rag.scope import documents_in
 from sync.gitcmd import GitError
 
 COMPARED: tuple[Mode, ...] = tuple(signal.name for signal in SIGNALS)  # each list searched alone
@@ -62,16 +63,21 @@ class Failures:
         self.add(case_id, f"leak: {where} a doc above the question's level")
 
 
-async def search_all(engine: Engine, cases: Sequence[GoldenCase], mode: Mode) -> list[tuple[Retrieval, Any, dict]]:
-    return [await engine.search(case.question, case.level, list(case.history), mode) for case in cases]
+async def search_all(engine: Engine, cases: Sequence[GoldenCase], mode: Mode,
+                     scope: Scope | None = None) -> list[tuple[Retrieval, Any, dict]]:
+    within = await documents_in(engine.store, scope) if scope is not None else None
+    return [await engine.search(case.question, case.level, list(case.history), mode, within=within)
+            for case in cases]
 
 
-def retrieval_report(engine: Engine, cases: Sequence[GoldenCase], mode: Mode, failures: Failures) -> dict[str, Any]:
-    """Doc-level retrieval metrics of `Engine.search` in one mode, plus its embed/retrieve latency."""
+def retrieval_report(engine: Engine, cases: Sequence[GoldenCase], mode: Mode, failures: Failures,
+                     scope: Scope | None = None) -> dict[str, Any]:
+    """Doc-level retrieval metrics of `Engine.search` in one mode (within `scope`, as a channel's
+    `only` scope searches), plus its embed/retrieve latency."""
     ranks: list[int | None] = []
     recalls, ndcgs = [], []
     timings: dict[str, list[float]] = {"embed": [], "retrieve": []}
-    for case, (retrieval, _, spent) in zip(cases, run_closing(engine, search_all(engine, cases, mode))):
+    for case, (retrieval, _, spent) in zip(cases, run_closing(engine, search_all(engine, cases, mode, scope))):
         for stage in timings:
             timings[stage].append(spent[f"{stage}_ms"])
         if any(c.row["access_rank"] > case.level for c in retrieval.selected):
@@ -98,8 +104,8 @@ def latency(timings: dict[str, list[float]]) -> dict[str, dict[str, float | None
     return {stage: {"p50": metrics.percentile(v, 50), "p95": metrics.percentile(v, 95)} for stage, v in timings.items()}
 
 
-async def ask_all(engine: Engine, cases: Sequence[GoldenCase]) -> list[Answer]:
-    return [await engine.ask(case.question, case.level, list(case.history)) for case in cases]
+async def ask_all(engine: Engine, cases: Sequence[GoldenCase], scope: Scope | None = None) -> list[Answer]:
+    return [await engine.ask(case.question, case.level, list(case.history), scope=scope) for case in cases]
 
 
 def answer_leaked(case: GoldenCase, answer: Answer) -> bool:
@@ -117,8 +123,9 @@ def citations_valid(case: GoldenCase, answer: Answer) -> bool:
     )
 
 
-def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failures) -> dict[str, Any]:
-    answers = run_closing(engine, ask_all(engine, cases))
+def answer_report(engine: Engine, cases: Sequence[GoldenCase], failures: Failures,
+                  scope: Scope | None = None) -> dict[str, Any]:
+    answers = run_closing(engine, ask_all(engine, cases, scope))
     timings: dict[str, list[float]] = {stage: [] for stage in STAGES}
     valid, cites_gold, f1s, right, pointed, pointed_gold = [], [], [], [], [], []
     for case, answer in zip(cases, answers):
@@ -195,8 +202,10 @@ def tuned_settings(config: RagConfig) -> dict[str, Any]:
     return {name: values[name] for name in TUNED_SETTINGS}
 
 
-def evaluate(engine: Engine, cases: Sequence[GoldenCase], compare: bool = False) -> dict[str, Any]:
-    """The report of one run: configured (hybrid) retrieval and answers, optionally other modes."""
+def evaluate(engine: Engine, cases: Sequence[GoldenCase], compare: bool = False,
+             scope: Scope | None = None) -> dict[str, Any]:
+    """The report of one run: configured (hybrid) retrieval and answers, optionally other modes;
+    `scope`: asked as in a channel with that scope (eval/shared_index.py: a set's own source)."""
     failures = Failures()
     report: dict[str, Any] = {
         "cases": len(cases),
@@ -205,9 +214,9 @@ def evaluate(engine: Engine, cases: Sequence[GoldenCase], compare: bool = False)
         "mode": "hybrid",
         "settings": tuned_settings(engine.config),
     }
-    retrieval = retrieval_report(engine, cases, "hybrid", failures)
+    retrieval = retrieval_report(engine, cases, "hybrid", failures, scope)
     search_latency = retrieval.pop("latency_ms")
-    report |= retrieval | answer_report(engine, cases, failures)
+    report |= retrieval | answer_report(engine, cases, failures, scope)
     report["leaks"] = len(failures.leaked)
     report["search_latency_ms"] = search_latency
     report["failures"] = list(failures.reasons)
@@ -216,7 +225,7 @@ def evaluate(engine: Engine, cases: Sequence[GoldenCase], compare: bool = False)
         report["compare"] = {}
         for mode in COMPARED:
             seen = Failures()  # the other modes' misses are what the comparison shows, not failures
-            report["compare"][mode] = retrieval_report(engine, cases, mode, seen) | {"leaks": len(seen.leaked)}
+            report["compare"][mode] = retrieval_report(engine, cases, mode, seen, scope) | {"leaks": len(seen.leaked)}
     return report
 
 

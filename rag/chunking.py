@@ -54,8 +54,13 @@ class Chunk:
 
     @functools.cached_property
     def text_hash(self) -> str:
-        """sha256 of embed_text: the key of the vector cache."""
-        return hashlib.sha256(self.embed_text.encode()).hexdigest()
+        return text_hash(self.embed_text)
+
+
+def text_hash(embed_text: str) -> str:
+    """sha256 of a chunk's embed_text: the key of the vector cache (the text alone, not its
+    document's path, so indexes of the same pages can lend each other their vectors)."""
+    return hashlib.sha256(embed_text.encode()).hexdigest()
 
 
 def sections(doc: Document) -> tuple[Section, ...]:
