@@ -34,13 +34,12 @@ def cmd_propose(settings: Settings, args: argparse.Namespace) -> int:
     import asyncio
     import getpass
 
-    from foundation.forge_target import proposal_target
+    from foundation.forge_target import proposals_folder, target_of
     from proposals.propose import Proposal, propose
 
-    source_settings, path = _source(settings, args.path)
+    target, path = target_of(settings, args.path, proposals_folder(settings))
     text = args.text if args.text is not None else (
         sys.stdin.read() if str(args.text_file) == "-" else args.text_file.read_text(encoding="utf-8"))
-    target = proposal_target(source_settings, Path(settings.data_dir) / "proposals")
     proposal = Proposal(path, args.section, text, args.by or getpass.getuser(), args.email, args.question,
                         new_title=args.title)
     done = asyncio.run(propose(proposal, target))
@@ -61,17 +60,3 @@ def cmd_propose(settings: Settings, args: argparse.Namespace) -> int:
             print(f"note: {done.note}")
     return 0 if done.placed else 1
 
-
-def _source(settings: Settings, path: str) -> tuple[Settings, str]:
-    """The settings of the source a cited path is in, and the path inside it."""
-    if not settings.sources:
-        return settings, path
-    from foundation.errors import UserError
-    from foundation.sources_file import load_sources
-    from rag.paths import source_of
-
-    name, inner = source_of(path)
-    sources = {source.name: source for source in load_sources(settings.sources, settings)}
-    if name not in sources:
-        raise UserError(f"{path}: name the source, as citations do (`{next(iter(sources))}:{inner or 'page.md'}`)")
-    return sources[name].settings, inner

@@ -10,6 +10,7 @@ repository has no forge: it gets a branch and a patch.
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
@@ -57,3 +58,27 @@ def _parts(repo: str) -> tuple[str | None, str, str]:
     if not parts.scheme or len(parts.scheme) == 1:  # a path (C:\ on Windows has a one-letter "scheme")
         return None, "", ""
     return parts.hostname or "", parts.path.strip("/"), unquote(parts.password or "")
+
+
+def target_of(settings: Settings, cited: str, folder: Path) -> tuple[Target, str]:
+    """The target of the repository a cited path is in, and the path inside it: with a sources
+    file the path names its source (`handbook:ops/deploy.md`), as citations do."""
+    if not settings.sources:
+        return proposal_target(settings, folder), cited
+    from foundation.sources_file import load_sources
+    from rag.paths import source_of
+
+    name, inner = source_of(cited)
+    sources = {source.name: source for source in load_sources(settings.sources, settings)}
+    if name not in sources:
+        raise UserError(f"{cited}: name the source, as citations do (`{next(iter(sources))}:{inner or 'page.md'}`)")
+    return proposal_target(sources[name].settings, folder), inner
+
+
+def proposals_folder(settings: Settings) -> Path:
+    """Where proposals' scratch clones and patches are kept: the work dir, else a local data dir,
+    else the temporary folder (an index in a bucket)."""
+    if settings.work_dir:
+        return Path(settings.work_dir) / "proposals"
+    data = settings.data_dir
+    return (Path(data) if "://" not in data else Path(tempfile.gettempdir()) / "docsbot") / "proposals"
