@@ -401,6 +401,8 @@ class Settings(BaseSettings):
     forge_token: SecretStr | None = None
     # The author of a proposal's commit, "Name <email>"; the proposer is its Co-authored-by.
     proposal_author: str = "docsbot <docsbot@users.noreply.invalid>"
+    # How many docs changes one person may propose from Slack in any 24 hours (every replica together).
+    proposals_per_day: int = 5
 
     # -- Running several processes (sync/lease.py, state/sync_requests.py, rag/store/) -------------
     # Seconds within which a reader sees a new index version: how often a replica checks the bucket
