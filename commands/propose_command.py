@@ -10,8 +10,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag import Level
+
 if TYPE_CHECKING:  # the command imports what it runs, so that registering it costs nothing
     from foundation.settings import Settings
+    from state.proposals import Proposed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,6 +39,7 @@ def cmd_propose(settings: Settings, args: argparse.Namespace) -> int:
 
     from foundation.forge_target import proposals_folder, target_of
     from proposals.propose import Proposal, propose
+    from state.proposals import Proposed
 
     target, path = target_of(settings, args.path, proposals_folder(settings))
     text = args.text if args.text is not None else (
@@ -43,6 +47,9 @@ def cmd_propose(settings: Settings, args: argparse.Namespace) -> int:
     proposal = Proposal(path, args.section, text, args.by or getpass.getuser(), args.email, args.question,
                         new_title=args.title)
     done = asyncio.run(propose(proposal, target))
+    if done.pushed:
+        asyncio.run(_record(settings, Proposed(done.branch, args.path, args.section, Level.restricted, done.url,
+                                               done.number, proposal.proposer)))
     if args.json:
         print(json.dumps({"branch": done.branch, "commit": done.commit, "placed": done.placed, "pushed": done.pushed,
                           "url": done.url, "number": done.number, "patch": str(done.patch) if done.patch else "",
@@ -60,3 +67,16 @@ def cmd_propose(settings: Settings, args: argparse.Namespace) -> int:
             print(f"note: {done.note}")
     return 0 if done.placed else 1
 
+
+
+async def _record(settings: Settings, proposed: Proposed) -> None:
+    """In the state database for `docsbot report`; its level is `restricted` (the command does not
+    read the index), so a report lists it to restricted readers only."""
+    from foundation.wiring import open_state_db
+    from state.proposals import Proposals
+
+    db = await open_state_db(settings)
+    try:
+        await Proposals(db).add(proposed)
+    finally:
+        await db.close()

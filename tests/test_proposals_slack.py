@@ -17,8 +17,9 @@ from bot import proposal_form
 from bot.local import demo
 from bot.local.harness import LocalSlack, local_slack
 from foundation.settings import Settings
-from foundation.wiring import open_engine
-from rag import Engine, ExtractiveAnswerer, LocalMiniLM
+from foundation.wiring import open_engine, open_state_db
+from rag import Engine, ExtractiveAnswerer, Level, LocalMiniLM
+from state.proposals import Proposals
 from tests.standins.forge import LocalForge
 from tests.support.corpus import indexed_pages
 from tests.support.settings import make_settings
@@ -109,6 +110,13 @@ async def test_an_answer_in_a_public_thread_becomes_a_pull_request_and_the_threa
     assert "Co-authored-by: alice <alice@example.com>" in git(bare, "log", "-1", "--format=%B", pull.head)
     told = [m for m in local.standin.messages[demo.GENERAL] if m.get("thread_ts") == ts and m.get("bot_id")]
     assert any("proposed adding this to the docs" in m["text"] and "/pull/1" in m["text"] for m in told)
+    db = await open_state_db(settings)
+    try:
+        [recorded] = await Proposals(db).open(Level.public)
+    finally:
+        await db.close()
+    assert (recorded.branch, recorded.url, recorded.channel, recorded.thread_ts, recorded.proposer) == (
+        pull.head, f"http://127.0.0.1:{forge.port}/acme/handbook/pull/1", demo.GENERAL, ts, demo.ALICE)
 
 
 async def test_private_words_need_consent_and_a_page_above_the_proposer_is_not_there(

@@ -34,6 +34,11 @@ def test_propose_opens_a_pull_request_and_never_prints_the_token(github: LocalFo
     assert TOKEN not in done.stdout + done.stderr
     [pull] = github.requests["acme/handbook"]
     assert pull.base == "main" and "A question asked in Slack." in pull.body  # no question given: none quoted
+    # recorded for the owners' report, at restricted (the command reads no index to know the page's level)
+    listed = docsbot("report", "--level", "restricted", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert f"ops/deploy.md › Deploying › Staging: {out['url']} (0 days, by Carol)" in listed.stdout
+    assert out["url"] not in docsbot("report", env=env).stdout  # --level public
 
 
 def test_a_source_of_the_sources_file_pushes_with_the_forge_token(

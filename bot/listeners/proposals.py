@@ -30,6 +30,7 @@ from proposals.propose import Proposal, propose
 from rag import Level
 from state.answers import LoggedAnswer
 from state.db import StateUnavailable
+from state.proposals import Proposals, Proposed
 from state.ratelimit import RateLimit
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,9 @@ async def _submit(services: Services, client: AsyncWebClient, user: str, origin:
         log.warning("docs change not proposed: %s", exc)
         await tell(f"I couldn't propose it: {exc}")
         return
+    if done.pushed:
+        await _record(services, Proposed(done.branch, given[PAGE], given[SECTION], page_level, done.url, done.number,
+                                         user, origin.channel, origin.thread_ts, origin.answer_id))
     audience = await services.answerer.directory.audience(origin.channel)
     if done.url and int(page_level) <= int(audience.level):
         await client.chat_postMessage(channel=origin.channel, thread_ts=origin.thread_ts or None,
@@ -143,6 +147,13 @@ async def _submit(services: Services, client: AsyncWebClient, user: str, origin:
     said = [f"Opened {done.url}" if done.url else f"Pushed the branch `{done.branch}`" if done.pushed else "",
             f"A patch for the page's owners: `{done.patch.name}`" if done.patch else "", done.note]
     await tell(". ".join(part for part in said if part) + ".")
+
+
+async def _record(services: Services, proposed: Proposed) -> None:
+    try:
+        await Proposals(services.answer_log.db).add(proposed)
+    except StateUnavailable as exc:
+        log.warning("docs change %s proposed but not recorded: %s", proposed.branch, exc)
 
 
 async def _page_level(services: Services, user: str, page: str, new_page: bool) -> Level | None:
