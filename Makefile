@@ -25,7 +25,7 @@ run: $(STAMP)
 # leases rather than compute (one worker: 711-990 s on 2 cores, 40% busy; three: 364 s; four: 404 s).
 test: $(STAMP)
 	$(BIN)/lint-imports
-	$(BIN)/ruff check bot agents rag sync state eval commands foundation insights tests
+	$(BIN)/ruff check bot agents rag sync state eval commands foundation insights proposals tests
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n 3 --dist worksteal
 	env -u OPENAI_API_KEY -u OPENAI_BASE_URL $(BIN)/python -m eval run --docs docs-sync

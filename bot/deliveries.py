@@ -137,6 +137,15 @@ class SlackDeliveries:
                          "value": button.get("value", ""), "action_ts": str(time.time())}],
         })
 
+    async def message_shortcut(self, user: str, channel: str, callback_id: str, message: dict[str, Any]) -> Delivered:
+        """Use a message shortcut on `message` (`message_action`)."""
+        return await self.interaction({
+            "type": "message_action", "callback_id": callback_id, "user": {"id": user}, "api_app_id": "A_DOCSBOT",
+            "token": "unused", "team": {"id": self.team_id}, "channel": {"id": channel},
+            "trigger_id": self.new_id("trigger."), "message_ts": message.get("ts", ""), "message": message,
+            "response_url": self.response_url(self.new_id("act")),
+        })
+
     async def submit_view(self, user: str, view: dict[str, Any], values: dict[str, dict[str, Any]]) -> Delivered:
         """Submit a modal: `values` is Slack's view.state.values."""
         return await self.interaction({

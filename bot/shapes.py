@@ -50,6 +50,8 @@ INTERACTIONS: dict[str, Fields] = {
     "block_actions": _USER,
     "view_submission": _USER | {"view": {"callback_id": TEXT, "private_metadata?": TEXT,
                                           "state": {"values": FORM_VALUES}}},
+    "message_action": _USER | {"callback_id": TEXT, "trigger_id": TEXT, "channel": {"id": ID},
+                               "message": {"ts": TS, "user?": TEXT, "text?": TEXT, "thread_ts?": TS, "bot_id?": TEXT}},
 }
 COMMAND: Fields = {"command": TEXT, "text?": TEXT, "user_id": ID, "channel_id": ID, "team_id?": TEXT,
                    "trigger_id?": TEXT, "response_url?": TEXT}

@@ -17,6 +17,7 @@ from bot.cli import register as register_bot
 from commands.doctor import register as register_doctor
 from foundation.errors import UserError
 from commands.mcp_command import register as register_mcp
+from commands.propose_command import register as register_propose
 from commands.report_command import register as register_report
 from commands.sync_commands import register as register_sync
 import rag
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
 # Errors a command reports as one line (exit 2), by module: a class is looked up only once its
 # module is loaded, since an error of a module that was never imported cannot have been raised.
 REPORTED = {"rag.store.errors": "StoreError", "rag.embeddings": "EmbeddingError", "sync.gitcmd": "GitError",
-            "sync.errors": "SyncError", "state.db": "StateUnavailable", "state.errors": "StateConfigError"}
+            "sync.errors": "SyncError", "state.db": "StateUnavailable", "state.errors": "StateConfigError",
+            "proposals.branch": "ProposalError"}
 
 
 def print_index(stats: IndexStats, as_json: bool, settings: Settings, docs: Path) -> None:
@@ -252,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_report(sub)
     register_doctor(sub)
     register_mcp(sub)
+    register_propose(sub)
     return parser
 
 
@@ -259,7 +262,8 @@ def configure_observability(settings: Settings, args: argparse.Namespace) -> Non
     """Logging as configured (secrets masked), and traces when OTEL_EXPORTER_OTLP_ENDPOINT is set.
     Without DOCSBOT_LOG_LEVEL a service logs at INFO, a one-shot command or the console at WARNING."""
     secrets = [settings.slack_bot_token, settings.slack_signing_secret, settings.slack_app_token,
-               settings.openai_api_key, settings.webhook_secret, settings.repo, settings.database_url]
+               settings.openai_api_key, settings.webhook_secret, settings.repo, settings.database_url,
+               settings.forge_token]
     service = (args.command == "serve" or (args.command == "sync" and getattr(args, "watch", False))
                or (args.command == "run" and settings.slack_bot_token is not None))
     from foundation.observability.logs import setup_logging

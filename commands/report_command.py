@@ -12,6 +12,7 @@ from rag import Level
 if TYPE_CHECKING:  # the command imports what it runs, so that registering it costs nothing
     from insights.gaps import Report
     from foundation.settings import Settings
+    from state.proposals import Proposed
 
 DEFAULT_DAYS = 7
 
@@ -40,16 +41,40 @@ def cmd_report(settings: Settings, args: argparse.Namespace) -> int:
 
     now = datetime.now(timezone.utc)
     since = args.since or now - timedelta(days=DEFAULT_DAYS)
-    report = asyncio.run(build(settings, Level.parse(args.level), since, now))
+    level = Level.parse(args.level)
+    report = asyncio.run(build(settings, level, since, now))
+    proposed = asyncio.run(open_proposals(settings, level))
     if args.area:
         report = report.in_area(args.area)
     if args.json:
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        print(json.dumps(report.to_json() | {"proposals": [
+            {"page": p.page, "section": p.section, "url": p.url, "branch": p.branch, "proposer": p.proposer,
+             "days": _age_days(p.created_ms, now)} for p in proposed]}, indent=2, ensure_ascii=False))
     else:
         from bot.gaps_text import plain
 
         print(plain(report))
+        if proposed:
+            print("\nOpen docs change proposals:")
+            for p in proposed:
+                where = f"{p.page} › {p.section}" if p.section else p.page
+                print(f"  {where}: {p.url or p.branch} ({_age_days(p.created_ms, now)} days, by {p.proposer})")
     return 0
+
+
+async def open_proposals(settings: Settings, level: Level) -> list[Proposed]:
+    from foundation.wiring import open_state_db
+    from state.proposals import Proposals
+
+    db = await open_state_db(settings)
+    try:
+        return await Proposals(db).open(level)
+    finally:
+        await db.close()
+
+
+def _age_days(created_ms: int, now: datetime) -> int:
+    return max(0, int((now.timestamp() * 1000 - created_ms) // 86_400_000))
 
 
 async def build(settings: Settings, level: Level, since: datetime, until: datetime) -> Report:

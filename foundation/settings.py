@@ -389,6 +389,21 @@ class Settings(BaseSettings):
     # written, indexed commit not yet recorded). Empty in production.
     sync_kill_at: Literal["", "before-write", "after-write"] = ""
 
+    # -- Docs change proposals (proposals/, `docsbot propose`) ----------------------------------------
+    # Where a proposal's pull request is opened: "github" or "gitlab"; empty: known from the repository's
+    # host (github.com, gitlab.com), else the branch is pushed and no request opened. A self-hosted
+    # forge names its kind and its API (`https://git.example.com/api/v4`, `https://ghe.example.com/api/v3`).
+    forge: Literal["", "github", "gitlab"] = ""
+    forge_api_url: str = ""
+    # The repository on the forge ("owner/name", GitLab "group/sub/name"); empty: from the repository URL.
+    forge_project: str = ""
+    # The API token (a pull request, reviewers); unset: the token in the repository's URL.
+    forge_token: SecretStr | None = None
+    # The author of a proposal's commit, "Name <email>"; the proposer is its Co-authored-by.
+    proposal_author: str = "docsbot <docsbot@users.noreply.invalid>"
+    # How many docs changes one person may propose from Slack in any 24 hours (every replica together).
+    proposals_per_day: int = 5
+
     # -- Running several processes (sync/lease.py, state/sync_requests.py, rag/store/) -------------
     # Seconds within which a reader sees a new index version: how often a replica checks the bucket
     # for one to copy into its mirror (at least 1 s), LanceDB's read_consistency_interval elsewhere.

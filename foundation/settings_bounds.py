@@ -19,6 +19,7 @@ LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")  # BCP 47's sh
 DAY_S = 86_400.0
 BOUNDS: dict[str, tuple[float, float]] = {
     "max_file_bytes": (1, 1_000_000_000),
+    "proposals_per_day": (1, 10_000),
     "chunk_size": (50, 100_000),
     "chunk_overlap": (0, 100_000),
     "embedding_dim": (1, 65_536),

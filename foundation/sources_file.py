@@ -34,7 +34,7 @@ log = logging.getLogger("docsbot.sources")
 SOURCE_KEYS = frozenset({
     "repo", "branch", "repo_subdir", "include", "exclude", "default_level", "path_levels", "repo_web",
     "link_template", "site_url", "site_url_template", "site_layout", "docs_language", "index_drafts",
-    "max_file_bytes", "sync_interval_minutes", "sync_cron",
+    "max_file_bytes", "sync_interval_minutes", "sync_cron", "forge", "forge_api_url", "forge_project",
 })
 OWN_KEYS = frozenset({"name", "was", "token_env", "webhook_secret_env"})
 SECRET_KEYS = frozenset({"token", "password", "webhook_secret", "secret", "api_key"})

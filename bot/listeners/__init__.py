@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.listeners import actions, agent, assistant, channels, commands, events, feedback, home, links, views
+from bot.listeners import (actions, agent, assistant, channels, commands, events, feedback, home, links,
+                           proposals, views)
 
 
 def register_listeners(app: AsyncApp) -> None:
@@ -17,3 +18,4 @@ def register_listeners(app: AsyncApp) -> None:
     home.register(app)
     links.register(app)
     agent.register(app)
+    proposals.register(app)

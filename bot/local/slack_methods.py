@@ -297,6 +297,14 @@ class SlackMethods:
     def _reactions_add(self, p: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True} if self._postable(p["channel"]) is None else {"ok": False, "error": "not_in_channel"}
 
+    def _chat_getPermalink(self, p: dict[str, Any]) -> dict[str, Any]:
+        """Slack's link to a message: the workspace's domain, the channel, `p` and the ts without its dot."""
+        if p["channel"] not in self.messages:
+            return {"ok": False, "error": "channel_not_found"}
+        return {"ok": True, "channel": p["channel"], "permalink":
+                f"https://{self.workspace.team_id.lower()}.slack.com/archives/{p['channel']}/p"
+                f"{str(p['message_ts']).replace('.', '')}"}
+
     def _views_open(self, p: dict[str, Any]) -> dict[str, Any]:
         view = p["view"] if isinstance(p["view"], dict) else json.loads(p["view"])
         if not p.get("trigger_id"):

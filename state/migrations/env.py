@@ -12,6 +12,7 @@ import state.dedupe  # noqa: F401
 import state.leases  # noqa: F401
 import state.legacy  # noqa: F401
 import state.placeholders  # noqa: F401
+import state.proposals  # noqa: F401
 import state.ratelimit  # noqa: F401
 import state.sync_requests  # noqa: F401
 import state.sync_status  # noqa: F401
