@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import contextvars
+import json
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import numpy as np
@@ -295,10 +297,16 @@ def apply_documents(
         stats.deleted = len(set(before) - {d.path for d in docs})
     else:
         stats.deleted = len(set(removed) & set(before))
-    store.set_meta(
-        embedding={"model": embedder.name, "dim": embedder.dim}, chunking=chunking_signature(config.chunking)
-    )
+    shape = {"embedding": {"model": embedder.name, "dim": embedder.dim},
+             "chunking": chunking_signature(config.chunking)}
+    if not built or _stored(meta, shape) != _stored(shape, shape):  # a write (a commit, ~0.05 s) only when new
+        store.set_meta(**shape)
     with stats.steps.stage("maintain"):
         store.maintain(config.index.ann_min_rows)
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def _stored(values: dict[str, Any], keys: dict[str, Any]) -> str:
+    """The `keys` of `values` as the index's metadata keeps them (JSON: a tuple reads as a list)."""
+    return json.dumps({key: values.get(key) for key in keys}, sort_keys=True, default=str)

@@ -70,13 +70,21 @@ def git(cwd: Path, *args: str, timeout: float = 300, env: Mapping[str, str] | No
             env={**os.environ, **_ENV, **(env or {})},
         )
     except subprocess.TimeoutExpired:
-        raise GitError(f"git {args[0]} timed out after {timeout:.0f}s") from None
+        raise GitError(f"git {_command(args)} timed out after {timeout:.0f}s") from None
     except FileNotFoundError:
         raise GitError("the git command is not installed") from None
     if done.returncode != 0:
         output = (done.stderr or done.stdout).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        raise GitError(failure(args[0], output, done.returncode))
+        raise GitError(failure(_command(args), output, done.returncode))
     return done.stdout
+
+
+def _command(args: tuple[str, ...]) -> str:
+    """The git command a message names: `checkout` of `-c core.sparseCheckout=true checkout ...`."""
+    at = 0
+    while at < len(args) - 1 and args[at] == "-c":
+        at += 2
+    return args[at] if args else ""
 
 
 def failure(command: str, output: str, returncode: int) -> str:
@@ -133,7 +141,7 @@ def git_records(cwd: Path, *args: str) -> Generator[str, None, None]:
             proc.wait()
         if finished and proc.returncode != 0:
             errors.seek(0)
-            raise GitError(failure(args[0], errors.read().decode(errors="replace"), proc.returncode))
+            raise GitError(failure(_command(args), errors.read().decode(errors="replace"), proc.returncode))
 
 
 def _prefix(subdir: str) -> str:

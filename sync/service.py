@@ -60,7 +60,7 @@ def run_sync(
     try:
         with recording(lease), _TRACER.start_as_current_span("sync"), checked_writes(store, lease):
             if config.sources is not None:
-                report = sync_sources(config, store, embedder, lease, sync_store, only)
+                report = sync_sources(config, store, embedder, lease, sync_store, fetch_head, only)
             else:
                 report = sync_store(config, store, embedder, started, lease)
     except Exception as exc:
@@ -76,13 +76,23 @@ def run_sync(
 
 
 def sync_store(
-    config: SyncConfig, store: Index, embedder: Embedder | None, started: float, lease: WriterLease
+    config: SyncConfig, store: Index, embedder: Embedder | None, started: float, lease: WriterLease,
+    head: str | None = None,
 ) -> SyncReport:
-    """One repository (or folder) synced into `store`: the whole index, or one source's part."""
+    """One repository (or folder) synced into `store`: the whole index, or one source's part.
+    `head`: the commit a fetch already brought (fetch_head); None: the sync fetches."""
     folder = local_folder(config)
     if folder is None:
-        return _sync_git(config, store, embedder, started, lease)
+        return _sync_git(config, store, embedder, started, lease, head)
     return _sync_folder(config, store, embedder, folder, started, lease)
+
+
+def fetch_head(config: SyncConfig) -> str | None:
+    """Fetch a git source into its working copy and return its head; None for a folder, which
+    has nothing to fetch. The sync of several sources fetches them all first, a few at once."""
+    if local_folder(config) is not None:
+        return None
+    return WorkCopy.from_config(config).fetch()
 
 
 def watched_path(config: SyncConfig) -> Path | None:
@@ -110,11 +120,13 @@ def index_signature(config: SyncConfig, embedder: Embedder, source: str) -> dict
 
 
 def _sync_git(
-    config: SyncConfig, store: Index, embedder: Embedder | None, started: float, lease: WriterLease
+    config: SyncConfig, store: Index, embedder: Embedder | None, started: float, lease: WriterLease,
+    head: str | None,
 ) -> SyncReport:
     copy = WorkCopy.from_config(config)
-    head = copy.fetch()
-    copy.checkout(head)
+    head = head or copy.fetch()
+    if not copy.checked_out(head):
+        copy.checkout(head)
     embedder = embedder or make_embedder(config.rag, lazy=True)  # loaded when a chunk is new
     subdir = config.rag.links.repo_subdir.strip("/")
     root = _docs_root(copy.path, subdir)
@@ -154,8 +166,10 @@ def _sync_git(
         report.unchanged = store.counts()["documents"]
     _checkpoint(config, "after-write")
     _say_what_is_left_out(report, store, root, config)
+    commit_date = meta.get("commit_date") if indexed == head else None  # the indexed commit's, recorded
     _record_success(store, report, signature, git_root(config), started, commit=head,
-                    commit_date=copy.commit_date(head), owners=owners.with_repository(copy.path, subdir), before=meta)
+                    commit_date=commit_date or copy.commit_date(head), owners=owners.with_repository(copy.path, subdir),
+                    before=meta)
     return report
 
 
@@ -220,6 +234,8 @@ def _reconcile_reason(
         return "index settings changed"
     if meta.get("docs_root") != root:
         return "the index was last written from another folder"
+    if indexed == head:  # just fetched, and its own ancestor: no git process to ask
+        return ""
     if not has_commit(repo, indexed):
         return f"indexed commit {indexed[:7]} is not in the repository (history rewritten?)"
     if not is_ancestor(repo, indexed, head):

@@ -8,6 +8,11 @@ source's own settings, rag/indexer.py, before the prefix is added), only the sou
 are seen, and the metadata a sync keeps (commit, signature, docs root, owners) is kept per source
 under `sources.<name>`. Everything else (the vector cache, the embedding, maintenance) is the
 shared index's own.
+
+Two things a part leaves to the sync of all sources (sync/sources.py), to do once after them all
+rather than once per source: the source's metadata (`recorded`: its commit written after its
+rows, as ever, only later, in the one metadata write of every source), and the maintenance of
+the index after its write (`maintain_rows`), each ~0.1-0.3 s a source.
 """
 from __future__ import annotations
 
@@ -31,13 +36,22 @@ class SourceIndex:
     """`store` restricted to the documents of the source `name` (see the module docstring);
     `also_remove` are lists of stored paths of other sources (a source dropped from the file, the
     old name of a renamed one) that the next write removes in the same commit, emptying the list
-    (a list shared by several sources' parts is written by the first of them that writes)."""
+    (a list shared by several sources' parts is written by the first of them that writes).
 
-    def __init__(self, store: Index, name: str, *also_remove: list[str]) -> None:
+    `stored` is the whole index's doc_hashes() as read before this source's sync (by the sync of
+    all sources, once): the source's own documents are taken from it until its own first write,
+    since no other source's write changes them. Reading them again for each source (twice, to
+    count them) was most of a no-op sync of several."""
+
+    def __init__(self, store: Index, name: str, *also_remove: list[str], stored: dict[str, str] | None = None) -> None:
         self.store = store
         self.name = name
         self.prefix = f"{name}{SEPARATOR}"
         self.also_remove = also_remove
+        self._hashes = None if stored is None else self._own(stored)
+        self._counts: dict[str, int] | None = None
+        self.recorded: dict[str, Any] = {}  # the source's own metadata, not yet written
+        self.maintain_rows: int | None = None  # the ann_min_rows of a maintenance left to do
 
     def __getattr__(self, attribute: str) -> Any:  # the shared parts: vector cache, maintenance...
         return getattr(self.store, attribute)
@@ -53,14 +67,21 @@ class SourceIndex:
         return {self._strip(p): v for p, v in self.store.doc_columns(*columns).items() if self._mine(p)}
 
     def doc_hashes(self) -> dict[str, str]:
-        return {self._strip(p): h for p, h in self.store.doc_hashes().items() if self._mine(p)}
+        if self._hashes is None:
+            self._hashes = self._own(self.store.doc_hashes())
+        return dict(self._hashes)
+
+    def _own(self, hashes: dict[str, str]) -> dict[str, str]:
+        return {self._strip(p): h for p, h in hashes.items() if self._mine(p)}
 
     def includers(self, paths: Iterable[str]) -> list[str]:
         return [self._strip(p) for p in self.store.includers(paths) if self._mine(p)]
 
     def counts(self) -> dict[str, int]:
-        paths = [p for p in self.store.doc_hashes() if self._mine(p)]
-        return {"documents": len(paths), "chunks": len(self.store.chunk_columns(paths)) if paths else 0}
+        if self._counts is None:
+            paths = [self.prefix + p for p in self.doc_hashes()]
+            self._counts = {"documents": len(paths), "chunks": len(self.store.chunk_columns(paths)) if paths else 0}
+        return dict(self._counts)
 
     def chunk_count(self) -> int:
         return self.counts()["chunks"]
@@ -69,28 +90,31 @@ class SourceIndex:
     def meta(self) -> dict[str, Any]:
         meta = self.store.meta()
         shared = {k: v for k, v in meta.items() if k not in SOURCE_META and k != "sources"}
-        return shared | sources_meta(meta).get(self.name, {})
+        return shared | sources_meta(meta).get(self.name, {}) | self.recorded
 
     def set_meta(self, **values: Any) -> None:
-        own = {k: v for k, v in values.items() if k in SOURCE_META}
+        """The shared values are written now; the source's own are kept in `recorded`, for the
+        sync of all sources to write (see the module docstring)."""
+        self.recorded |= {k: v for k, v in values.items() if k in SOURCE_META}
         shared = {k: v for k, v in values.items() if k not in SOURCE_META}
-        if own:
-            every = sources_meta(self.store.meta())
-            every[self.name] = every.get(self.name, {}) | own
-            shared["sources"] = every
-        self.store.set_meta(**shared)
+        if shared:
+            self.store.set_meta(**shared)
+
+    def maintain(self, ann_min_rows: int) -> None:
+        """Left to the sync of all sources, after the last source's write."""
+        self.maintain_rows = ann_min_rows
 
     # -- writes -----------------------------------------------------------------------------------
     def write(self, rows: pa.Table | pa.RecordBatchReader, replace_paths: Iterable[str] | None) -> None:
         """The rows with their paths and chunk ids made the source's; `None` replaces every
         document of this source (not of the index)."""
-        replaced = ([self.prefix + p for p in replace_paths] if replace_paths is not None
-                    else [p for p in self.store.doc_hashes() if self._mine(p)])
-        for paths in self.also_remove:
-            replaced += paths
-            paths.clear()
+        replaced = [self.prefix + p for p in (replace_paths if replace_paths is not None else self.doc_hashes())]
+        others = [path for paths in self.also_remove for path in paths]
         batches = rows.to_batches() if isinstance(rows, pa.Table) else rows
-        self.store.write(pa.RecordBatchReader.from_batches(rows.schema, self._prefixed(batches)), replaced)
+        self._hashes = self._counts = None  # read again after it (a write that fails may have done part)
+        self.store.write(pa.RecordBatchReader.from_batches(rows.schema, self._prefixed(batches)), replaced + others)
+        for paths in self.also_remove:
+            paths.clear()
 
     def _prefixed(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

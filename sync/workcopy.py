@@ -28,6 +28,10 @@ from sync.gitcmd import GitError, git, git_records, redact, toplevel, without_cr
 log = logging.getLogger(__name__)
 
 FETCHED_REF = "refs/remotes/origin/docs"
+# In .git: the commit the work tree was last made exactly (checked out and cleaned), removed
+# before each checkout starts, so a checkout killed half-way is never taken for a finished one.
+CHECKED_OUT = "docsbot-checked-out"
+_COMMIT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _SCP_LIKE = re.compile(r"^[^/]+:")  # git@host:org/repo.git
 _GLOB_SPECIAL = re.compile(r"[\\*?\[\] ]")  # escaped with a backslash in a sparse-checkout pattern
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # a newline cannot be in a pattern line: '?' matches it
@@ -91,6 +95,18 @@ class WorkCopy:
             with attempt:
                 git(self.path, "fetch", "--quiet", "--no-tags", "--force", url, f"+{source}:{FETCHED_REF}",
                     timeout=max(1.0, deadline - time.monotonic()), env=credentials)
+        return self._fetched_head()
+
+    def _fetched_head(self) -> str:
+        """The fetched commit, read from the ref's own file when it is a loose one (a sync of
+        several sources runs one fetch per source: a `git rev-parse` each was a process more);
+        git's answer when the ref is packed or not a plain commit id."""
+        try:
+            loose = (self.path / ".git" / FETCHED_REF).read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            loose = ""
+        if _COMMIT_ID.fullmatch(loose):
+            return loose
         return git(self.path, "rev-parse", f"{FETCHED_REF}^{{commit}}").strip()
 
     def _log_retry(self, retry_state: RetryCallState) -> None:
@@ -101,20 +117,33 @@ class WorkCopy:
     def checkout(self, commit: str) -> None:
         """Make the work tree exactly `commit` (local leftovers of a killed sync removed), but for
         the files whose path is too long for the file system."""
+        marker = self.path / ".git" / CHECKED_OUT
+        marker.unlink(missing_ok=True)
         # Only the lease holder runs git here, one command at a time: a lock is left by a git that
         # was killed (SIGXFSZ on a full disk, a kill -9), and would fail every later checkout.
         (self.path / ".git" / "index.lock").unlink(missing_ok=True)
         sparse = self.path / ".git" / "info" / "sparse-checkout"
         sparse.parent.mkdir(exist_ok=True)
         sparse.write_text(_sparse_patterns(self._unplaceable(commit)), encoding="utf-8", errors="surrogateescape")
-        git(self.path, "config", "core.sparseCheckout", "true")
-        git(self.path, "checkout", "--quiet", "--force", "--detach", commit, timeout=self.timeout)
+        git(self.path, "-c", "core.sparseCheckout=true", "checkout", "--quiet", "--force", "--detach", commit,
+            timeout=self.timeout)
         git(self.path, "clean", "--quiet", "-ffdx", timeout=self.timeout)
+        marker.write_text(commit, encoding="ascii")
+
+    def checked_out(self, commit: str) -> bool:
+        """Whether the last checkout made the work tree exactly `commit` and finished: a sync of
+        an unchanged head then needs none (five git processes, per source of a sync of several).
+        Nothing but a checkout writes in the private copy."""
+        try:
+            return (self.path / ".git" / CHECKED_OUT).read_text(encoding="ascii") == commit
+        except (OSError, UnicodeDecodeError):
+            return False
 
     def _unplaceable(self, commit: str) -> list[str]:
         """The paths too long for the file system at `commit` and in the index now: a file the
         checkout deletes must stay left out too, or git looks for it in the work tree and fails."""
-        tracked = set(git_records(self.path, "ls-files", "-z"))
+        # A new copy has no index yet: nothing to list in it.
+        tracked = set(git_records(self.path, "ls-files", "-z")) if (self.path / ".git" / "index").exists() else set()
         tracked.update(git_records(self.path, "ls-tree", "-r", "-z", "--name-only", commit))
         return sorted(path for path in tracked if too_long(self.path.absolute() / path))
 
@@ -142,7 +171,8 @@ def local_folder(config: SyncConfig) -> Path | None:
         url = repo_url(config)
         if not is_local_uri(url) or not Path(url).is_dir():
             return None
-        top = toplevel(Path(url))
+        # A folder holding `.git` is a work tree's top: no git process to ask (one per source and sync).
+        top = Path(url) if (Path(url) / ".git").exists() else toplevel(Path(url))
         if top is not None and top.resolve() != Path(url):
             sub = Path(url).relative_to(top.resolve()).as_posix()
             raise SyncError(f"{url} is a folder inside the git repository {top}: set DOCSBOT_REPO={top} "

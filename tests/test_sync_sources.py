@@ -3,6 +3,7 @@ synced at once, one failing to fetch, one renamed with `was`, one removed from t
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from dataclasses import replace
@@ -304,3 +305,53 @@ def test_a_no_op_sync_of_every_source_writes_the_metadata_once(
     assert len(list(versions.iterdir())) == before + 1  # the sources' times, in one write
     meta = sources_meta(open_index(sync_config(settings).rag.index).meta())
     assert all(meta[name]["last_success_at"] and meta[name]["error"] == "" for name in three)
+
+
+def counting_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `git` first on PATH that logs each run of it, then runs the real one: the processes a
+    sync starts, counted from outside it."""
+    real, log = shutil.which("git"), tmp_path / "git-runs.log"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
+    return log
+
+
+def test_a_no_op_sync_of_every_source_runs_one_git_process_a_source(
+        tmp_path: Path, three: dict[str, Path], embedder: LocalMiniLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fetch each, and nothing else: an unchanged head needs no checkout, no rev-parse, no
+    ancestry check and no commit date (it was ~9 processes a source)."""
+    settings = settings_for(tmp_path, write_sources(tmp_path / "sources.toml", entries(three)))
+    log = counting_git(tmp_path, monkeypatch)
+    run_sync(sync_config(settings), embedder)
+    first = log.read_text().splitlines()
+    log.write_text("")
+    report = run_sync(sync_config(settings), embedder)
+    runs = log.read_text().splitlines()
+    assert {part["mode"] for part in report.sources.values()} == {"unchanged"}
+    assert len(runs) == 3 and all(" fetch " in run for run in runs), runs
+    assert len(first) > 3 * 5  # a first sync clones and checks out each: the wrapper did see them
+
+
+def test_a_failing_source_between_two_changed_ones_leaves_their_rows_and_commits_right(
+        tmp_path: Path, three: dict[str, Path], embedder: LocalMiniLM, index_url: str) -> None:
+    """The sources' commits are written once after them all, and the index maintained once: a
+    source failing in the middle neither loses the others' commits nor claims its own."""
+    settings = settings_for(tmp_path, write_sources(tmp_path / "sources.toml", entries(three)), index_url)
+    run_sync(sync_config(settings), embedder)
+    before = sources_meta(open_index(sync_config(settings).rag.index).meta())
+    heads = {"handbook": commit(three["handbook"], {"README.md": page("Handbook", "Holidays: 30 days.")}, "edit"),
+             "devdocs": commit(three["devdocs"], {"docs/cli.md": page("CLI", "The CLI is called acmectl.")}, "add")}
+    shutil.rmtree(three["runbooks"])  # the middle source's fetch fails
+    report = run_sync(sync_config(settings), embedder)
+    assert "error" in report.sources["runbooks"] and report.modified == 1 and report.added == 1
+    meta = sources_meta(open_index(sync_config(settings).rag.index).meta())
+    assert {name: meta[name]["commit"] for name in heads} == heads
+    assert meta["runbooks"]["commit"] == before["runbooks"]["commit"] and meta["runbooks"]["error"]
+    indexed = rows(settings)
+    assert "30 days" in indexed["handbook:README.md"]["text"] and "devdocs:cli.md" in indexed
+    assert "runbooks:alerts/disk.md" in indexed  # still served
+    again = run_sync(sync_config(settings), embedder)  # nothing left to re-apply for the two
+    assert again.sources["handbook"]["mode"] == again.sources["devdocs"]["mode"] == "unchanged"
