@@ -312,7 +312,7 @@ def _copy(c: Connection, columns: str, rows: Iterable[tuple[Any, ...]], types: l
 def _vectors(vectors: np.ndarray) -> list[bytes]:
     """Each vector in pgvector's binary form (vector_recv: the dimensions and a reserved int16,
     then the float4s, big-endian), which binary COPY hands to a `vector` column as it is, sent as
-    bytea: a tenth of the time float4[] from Python lists took (docs/performance.md)."""
+    bytea: a fifth of the time float4[] from Python lists took (10k rows: 0.78 against 3.5 s)."""
     big_endian = np.ascontiguousarray(vectors, dtype=">f4").reshape(len(vectors), -1)
     head = struct.pack(">hh", big_endian.shape[1], 0)
     return [head + row.tobytes() for row in big_endian]
