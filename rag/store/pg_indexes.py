@@ -96,6 +96,15 @@ def selective_ranks(c: Connection) -> list[int]:
     return ranks
 
 
+def stale_statistics(c: Connection) -> bool:
+    """Whether the chunks table was never analyzed or BULK_SHARE of its rows changed since (by
+    the server's activity counters, which a writer reports within a second or so of committing:
+    at worst one small write late; autovacuum analyzes too)."""
+    row = c.execute(sa.text("SELECT n_mod_since_analyze, n_live_tup, coalesce(last_analyze, last_autoanalyze) "
+                            "FROM pg_stat_user_tables WHERE relname = :t"), {"t": CHUNKS}).first()
+    return row is None or row[2] is None or row[0] > BULK_SHARE * max(row[1], 1)
+
+
 def bulk(added: int, present: int) -> bool:
     """Whether a write of `added` rows into a table of `present` rows loads without the search
     indexes."""
