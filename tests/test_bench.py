@@ -69,8 +69,9 @@ async def test_bench_audience_counts_one_confirmation_per_answer_past_the_fresh_
 
 def test_bench_measures_postgres_beside_lancedb_in_the_same_run(tmp_path: Path, pgvector_server: str) -> None:
     """`eval bench --index-url`: the same rows on both stores at each size, dense per filter with
-    recall against numpy, the text list taking turns, writes (HNSW kept up to date after the
-    first size), build and disk, and the table naming both."""
+    recall against numpy, the text list taking turns, writes (the second size's 1,000 rows are too
+    few to drop the HNSW graph: kept up to date), build, a one-file sync, disk, and the table naming
+    both."""
     from tests.support.pgvector import index_database
 
     with index_database(pgvector_server) as url:
@@ -86,5 +87,9 @@ def test_bench_measures_postgres_beside_lancedb_in_the_same_run(tmp_path: Path, 
     text = result["retrieval"]["2000"]["text"]
     assert text["postgresql"]["p50_ms"] > 0 and text["postgresql"]["overlap_with_lancedb"] >= 0.5
     assert postgres["2000"]["disk_mb"] > 0 and postgres["2000"]["write_rows_per_s"] > 0
+    for sync in (postgres["2000"]["one_file_sync"], result["retrieval"]["2000"]["one_file_sync"]):
+        assert sync["write_s"] > 0 and sync["maintain_s"] > 0
+    assert result["retrieval"]["2000"]["max_rss_mb"] > 0
     table = bench.report(result)
     assert "LanceDB vs postgresql" in table and "text list" in table and "load average" in table
+    assert "one-file sync (postgresql)" in table and "CPU AVX-512: yes" in table

@@ -11,6 +11,7 @@ import functools
 import inspect
 import json
 import logging
+import struct
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator, TypeVar, cast
 
@@ -21,57 +22,23 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, make_url
 
 from rag.store.errors import IndexMissing, IndexUnreadable, StoreError, WriteRefused, same_embedding
+from rag.store.pg_indexes import (CHUNKS, TEXT_INDEXES, build_memory, bulk, graph_name, hnsw_index,
+                                  search_indexes, selective_ranks, stale_statistics, text_index)
 from rag.store.protocol import Index
 from rag.store.schema import ROW_FIELDS
 
 log = logging.getLogger("docsbot.index")
-CHUNKS, VECTORS, META = "docsbot_index_chunks", "docsbot_index_vectors", "docsbot_index_meta"
+VECTORS, META = "docsbot_index_vectors", "docsbot_index_meta"  # CHUNKS: pg_indexes
 # What BM25 needs, kept by triggers on CHUNKS in the writes' transactions (migration 0014).
-TEXT_STATS, TERMS, POSTINGS = "docsbot_index_text_stats", "docsbot_index_terms", "docsbot_index_postings"
+TEXT_STATS, TERMS = "docsbot_index_text_stats", "docsbot_index_terms"  # POSTINGS: pg_indexes
 SQL_TYPES = {pa.string(): "text", pa.int32(): "int4", pa.int8(): "int2"}
 COLUMNS = [name for name, _ in ROW_FIELDS]
-# A denser graph than pgvector's default (m=16, ef_construction=64): with the awsdocs questions at
-# 100k rows recall@16 went from 0.90-0.94 to 0.96-0.99 at hnsw.ef_search 200, p50 unchanged
-# (7.7-16 ms), index build 34 s (`eval bench --index-url`, docs/performance.md).
-HNSW_GRAPH = "m = 24, ef_construction = 128"
-# A filter that passes few rows walks far through the whole graph before it has its top rows (at
-# 100k rows, readers passing 10%: p95 99 ms against 21 ms through a graph of their rows alone,
-# recall@16 0.98-0.99 both; docs/performance.md). Readers of a level passing at most this share
-# of the rows get a partial graph; one passing more reads the whole graph (a partial one for 70%
-# cost 82 s to build at 100k and a write into each graph for most rows, for 27 -> 20 ms p50).
-PARTIAL_MAX_SHARE = 0.25
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def vector_literal(vector: np.ndarray) -> str:
     """pgvector's text form of one vector."""
     return "[" + ",".join(map(str, np.asarray(vector, dtype=np.float32).tolist())) + "]"
-
-
-def hnsw_index(dim: int, max_rank: int | None) -> str:
-    """The statement making the HNSW graph of every row (max_rank None) or of the rows a reader
-    at `max_rank` may see; a search names the rank as a literal so that the planner can use it."""
-    name, where = f"ix_{CHUNKS}_hnsw_{dim}", ""
-    if max_rank is not None:
-        name, where = f"{name}_upto_{int(max_rank)}", f" WHERE access_rank <= {int(max_rank)}"
-    return (f"CREATE INDEX IF NOT EXISTS {name} ON {CHUNKS} USING hnsw ((vector::vector({dim})) vector_cosine_ops) "
-            f"WITH ({HNSW_GRAPH}){where}")
-
-
-def _selective_ranks(c: Connection) -> list[int]:
-    """The access ranks below the highest whose readers pass at most PARTIAL_MAX_SHARE of the
-    rows, by the planner's statistics (ANALYZE's sample: no count of every row)."""
-    row = c.execute(sa.text("SELECT most_common_vals::text::int[], most_common_freqs FROM pg_stats "
-                            "WHERE tablename = :t AND attname = 'access_rank'"), {"t": CHUNKS}).first()
-    if row is None or row[0] is None:
-        return []
-    shares = sorted(zip(row[0], row[1]))
-    passing, ranks = 0.0, []
-    for rank, share in shares[:-1]:  # readers at the highest rank present pass every row
-        passing += share
-        if passing <= PARTIAL_MAX_SHARE:
-            ranks.append(int(rank))
-    return ranks
 
 
 def driver_url(url: str) -> sa.URL:
@@ -217,9 +184,9 @@ class PgTables:
             return
         self._require_tables()
         with self._engine.begin() as c:  # not guarded: a late write of a text's vector is harmless
-            _copy(c, "text_hash text, vector float4[]", zip(text_hashes, np.asarray(vectors, np.float32).tolist()),
-                  ["text", "float4[]"])
-            c.execute(sa.text(f"INSERT INTO {VECTORS} SELECT text_hash, vector::vector FROM staged "
+            _copy(c, "text_hash text, vector vector", zip(text_hashes, _vectors(np.asarray(vectors))),
+                  ["text", "bytea"])
+            c.execute(sa.text(f"INSERT INTO {VECTORS} SELECT text_hash, vector FROM staged "
                               "ON CONFLICT (text_hash) DO NOTHING"))
 
     # -- writes --------------------------------------------------------------------------------
@@ -236,25 +203,51 @@ class PgTables:
         made rolls everything back and reaches the caller as it was raised."""
         self._require_tables()
         with self._writing() as c:
-            _stage_rows(c, rows)
+            self._make_room(_stage_rows(c, rows))
             paths = None if replace_paths is None else sorted(set(replace_paths))
             _merge_staged(c, paths)
+
+    def _make_room(self, added: int) -> None:
+        """Drop the search indexes before `added` staged rows are merged when the write is big
+        enough (pg_indexes.bulk): the next maintain() builds them again. Its own connection,
+        outside the write's transaction (which holds no lock on the index tables yet): readers
+        are never held up, and search the rows they see without them until they are back."""
+        with self._engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+            present = int(c.execute(sa.text(f"SELECT rows FROM {TEXT_STATS}")).scalar() or 0)
+            names = search_indexes(c)
+            if not names or not bulk(added, present):
+                return
+            self._before_commit()  # a writer that lost its lease leaves them alone
+            log.info("writing %d rows into %d without the search indexes; maintain builds them again", added, present)
+            for name in names:
+                c.exec_driver_sql(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
 
     @database_errors
     def maintain(self, ann_min_rows: int) -> None:
         """The HNSW index for the dimension the vectors have (one per dimension: the column has
         none), a partial one for each access level whose readers pass at most PARTIAL_MAX_SHARE
-        of the rows, and fresh planner statistics. `ann_min_rows` is not needed: with iterative
+        of the rows (pg_indexes), and the text indexes: those a big write dropped built again (with
+        maintenance_work_mem raised so a graph fits in it), and planner statistics, made again
+        before a build or once a tenth of the rows changed (pg_indexes.stale_statistics: ANALYZE
+        took 2.8 s of a one-file sync at 100k rows). `ann_min_rows` is not needed: with iterative
         scans a filtered search through HNSW keeps going until it has its rows, and the planner
-        scans exactly where the filter passes few."""
+        scans exactly where the filter passes few. Plain CREATE INDEX: it holds up other writers,
+        never readers, and a build cut short leaves no index behind."""
         self._before_commit()
         with self._engine.connect() as c:
             dim = c.execute(sa.text(f"SELECT vector_dims(vector) FROM {CHUNKS} LIMIT 1")).scalar()
-            c.exec_driver_sql(f"ANALYZE {CHUNKS}")
+            present = set(search_indexes(c))
+            missing = [text_index(name) for name in TEXT_INDEXES if name not in present]
+            if missing or (dim is not None and graph_name(int(dim), None) not in present) or stale_statistics(c):
+                c.exec_driver_sql(f"ANALYZE {CHUNKS}")  # selective_ranks reads its statistics
             if dim is not None:
-                c.exec_driver_sql("SET maintenance_work_mem = '256MB'")
-                for rank in [None, *_selective_ranks(c)]:
-                    c.exec_driver_sql(hnsw_index(int(dim), rank))
+                missing += [hnsw_index(int(dim), rank) for rank in [None, *selective_ranks(c)]
+                            if graph_name(int(dim), rank) not in present]
+            if missing:
+                rows = int(c.execute(sa.text(f"SELECT rows FROM {TEXT_STATS}")).scalar() or 0)
+                c.exec_driver_sql(f"SET LOCAL maintenance_work_mem = '{build_memory(c, rows, int(dim or 0))}'")
+                for statement in missing:
+                    c.exec_driver_sql(statement)
                 c.exec_driver_sql(f"ANALYZE {CHUNKS}")
             c.commit()
 
@@ -276,7 +269,7 @@ class PgTables:
     @database_errors
     def _swap(self, rows: pa.Table, meta: dict[str, Any]) -> None:
         with self._writing() as c:
-            _stage_rows(c, rows)
+            self._make_room(_stage_rows(c, rows))
             _merge_staged(c, None)
             c.execute(sa.text(f"DELETE FROM {META}"))
             _upsert_meta(c, meta)
@@ -305,39 +298,50 @@ def _upsert_meta(c: Connection, values: dict[str, Any]) -> None:
                   {"key": key, "value": json.dumps(value)})
 
 
-def _copy(c: Connection, columns: str, rows: Iterable[tuple[Any, ...]], types: list[str]) -> None:
-    """Rows into a new temporary table `staged` (dropped at commit), by binary COPY."""
+def _copy(c: Connection, columns: str, rows: Iterable[tuple[Any, ...]], types: list[str]) -> int:
+    """Rows into a new temporary table `staged` (dropped at commit), by binary COPY; how many."""
     c.exec_driver_sql("DROP TABLE IF EXISTS staged")
     c.exec_driver_sql(f"CREATE TEMPORARY TABLE staged ({columns}) ON COMMIT DROP")
     cursor = c.connection.driver_connection.cursor()  # type: ignore[union-attr]
     names = ", ".join(part.split()[0] for part in columns.split(", "))
     with cursor.copy(f"COPY staged ({names}) FROM STDIN (FORMAT BINARY)") as copy:
         copy.set_types(types)
-        for row in rows:
+        count = 0
+        for count, row in enumerate(rows, 1):
             copy.write_row(row)
+    return count
 
 
-def _stage_rows(c: Connection, rows: pa.Table | pa.RecordBatchReader) -> None:
-    """Every chunk row into `staged`, batch by batch as the reader makes them."""
+def _vectors(vectors: np.ndarray) -> list[bytes]:
+    """Each vector in pgvector's binary form (vector_recv: the dimensions and a reserved int16,
+    then the float4s, big-endian), which binary COPY hands to a `vector` column as it is, sent as
+    bytea: a fifth of the time float4[] from Python lists took (10k rows: 0.78 against 3.5 s)."""
+    big_endian = np.ascontiguousarray(vectors, dtype=">f4").reshape(len(vectors), -1)
+    head = struct.pack(">hh", big_endian.shape[1], 0)
+    return [head + row.tobytes() for row in big_endian]
+
+
+def _stage_rows(c: Connection, rows: pa.Table | pa.RecordBatchReader) -> int:
+    """Every chunk row into `staged`, batch by batch as the reader makes them; how many."""
     fields = [(name, SQL_TYPES[kind]) for name, kind in ROW_FIELDS]
-    columns = ", ".join(f'"{name}" {kind}' for name, kind in fields) + ", vector float4[]"
+    columns = ", ".join(f'"{name}" {kind}' for name, kind in fields) + ", vector vector"
 
     def tuples() -> Iterator[tuple[Any, ...]]:
         for batch in rows.to_batches() if isinstance(rows, pa.Table) else rows:
             present = set(batch.schema.names)
             values = [batch.column(name).to_pylist() if name in present else [None] * batch.num_rows
                       for name, _ in fields]
-            vectors = batch.column("vector").flatten().to_numpy().reshape(batch.num_rows, -1).tolist()
+            vectors = _vectors(batch.column("vector").flatten().to_numpy().reshape(batch.num_rows, -1))
             yield from zip(*values, vectors)
 
-    _copy(c, columns, tuples(), [kind for _, kind in fields] + ["float4[]"])
+    return _copy(c, columns, tuples(), [kind for _, kind in fields] + ["bytea"])
 
 
 def _merge_staged(c: Connection, paths: list[str] | None) -> None:
     """Upsert the staged rows; delete the chunks of `paths` (None: of every document) not staged."""
     quoted = ", ".join(f'"{name}"' for name in COLUMNS)
     updates = ", ".join(f'"{name}" = excluded."{name}"' for name in COLUMNS if name != "chunk_id")
-    c.execute(sa.text(f"INSERT INTO {CHUNKS} ({quoted}, vector) SELECT {quoted}, vector::vector FROM staged "
+    c.execute(sa.text(f"INSERT INTO {CHUNKS} ({quoted}, vector) SELECT {quoted}, vector FROM staged "
                       f"ON CONFLICT (chunk_id) DO UPDATE SET {updates}, vector = excluded.vector"))
     gone = "NOT EXISTS (SELECT 1 FROM staged WHERE staged.chunk_id = c.chunk_id)"
     if paths is None:

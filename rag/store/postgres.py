@@ -31,7 +31,8 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from rag.config import IndexConfig
-from rag.store.pg_tables import CHUNKS, COLUMNS, POSTINGS, TERMS, TEXT_STATS, PgTables, database_errors, vector_literal
+from rag.store.pg_indexes import POSTINGS
+from rag.store.pg_tables import CHUNKS, COLUMNS, TERMS, TEXT_STATS, PgTables, database_errors, vector_literal
 from rag.store.protocol import Index
 from rag.store.schema import (ROW_COLUMNS, TEXT_SEARCHED, Hit, chunk_schema, storable, text_search_words,
                               with_defaults)
@@ -48,7 +49,7 @@ WHOLE_ROW = ", ".join(f'"{name}"' for name in ROW_COLUMNS)
 def _readers(max_rank: int, within: frozenset[str] | None) -> tuple[str, dict[str, Any]]:
     """The WHERE clause of a reader at `max_rank` (within these documents, when given). The rank
     is a literal, not a parameter: the planner matches it to the reader's partial HNSW graph
-    (pg_tables.hnsw_index), which a parameter's generic plan could not."""
+    (pg_indexes.hnsw_index), which a parameter's generic plan could not."""
     where = f"access_rank <= {int(max_rank)}"
     params: dict[str, Any] = {}
     if within is not None:
