@@ -22,7 +22,7 @@ from rag.check import Checked, StreamGate, check_answer, links_in, renumber, wit
 from rag.config import RagConfig
 from rag.embeddings import Embedder, EmbeddingError, make_embedder
 from rag.extractive import ExtractiveAnswerer
-from rag.followup import Rewriter, search_query
+from rag.followup import Rewriter, names_any, new_terms, search_query
 from rag.freshness import citation_warning
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
@@ -169,19 +169,25 @@ class Engine:
             return Level.restricted
         return max(level, asker) if asker is not None else level
 
-    async def _rest_of_top_doc(self, retrieval: Retrieval, query: np.ndarray, level: Level) -> list[Candidate]:
+    async def _rest_of_top_doc(self, retrieval: Retrieval, query: np.ndarray, level: Level,
+                               new: frozenset[str]) -> list[Candidate]:
         """The best document's other chunks, in order, to follow the selected ones within the
         context budget: the answer to "why" or "how" is often another section of the page that
-        matched (an ADR's Context, the next step)."""
+        matched (an ADR's Context, the next step). For a follow-up, `new` are its own new terms
+        (rag/followup.new_terms): the thread's subject found the pages, these say what is asked
+        of them now, so the page read on is the best selected one that names one of them ("and a
+        Lead SRE?": the SREs' titles, not the programmers'), and its chunks that name one come
+        first ("and if it's critical?": the SLA list that says how long a critical one may take)."""
         if not self.config.answer.expand_top_doc or not retrieval.selected:
             return []
         have = {c.chunk_id for c in retrieval.selected}
+        top = next((c for c in retrieval.selected if names_any(new, c.row["text"])), retrieval.selected[0])
         rest = []
-        for row in await self.store.doc_rows(retrieval.selected[0].row["doc_path"], int(level)):
+        for row in await self.store.doc_rows(top.row["doc_path"], int(level)):
             vector = np.asarray(row.pop("vector"), dtype=np.float32)
             if row["chunk_id"] not in have:
                 rest.append(Candidate(row, vector, float(vector @ query), 0.0))
-        return rest
+        return sorted(rest, key=lambda c: not names_any(new, c.row["text"]))  # stable: in order otherwise
 
     async def ask(self, question: str, level: Level, history: History = (), on_text: TextSink | None = None,
                   language: str = "", scope: Scope | None = None, asker: Level | None = None,
@@ -208,7 +214,7 @@ class Engine:
             return found
         retrieval, vector, passed = found
         try:
-            chosen = await self._select(answer, (retrieval, vector), level)
+            chosen = await self._select(answer, (retrieval, vector), level, new_terms(question, turns))
         except EmbeddingError as exc:  # the meaning check's model: no source is read unchecked
             return _abstain(answer, "index_unavailable", str(exc), total)
         if not chosen:
@@ -336,12 +342,13 @@ class Engine:
             return []  # not known: the gate and the quote decide, as before
         return [name for name in missing if name not in found]
 
-    async def _select(self, answer: Answer, found: tuple[Retrieval, np.ndarray], level: Level) -> list[_Chosen]:
+    async def _select(self, answer: Answer, found: tuple[Retrieval, np.ndarray], level: Level,
+                      new: frozenset[str]) -> list[_Chosen]:
         """The sources the answer is written from (the selected chunks and the rest of the top
-        page, within the context budget, injection attempts dropped: by wording or by meaning,
-        rag/prompt.py and rag/intent.py), each with its chunk."""
+        page, see `_rest_of_top_doc`, within the context budget, injection attempts dropped: by
+        wording or by meaning, rag/prompt.py and rag/intent.py), each with its chunk."""
         retrieval, vector = found
-        chosen = retrieval.selected + await self._rest_of_top_doc(retrieval, vector, level)
+        chosen = retrieval.selected + await self._rest_of_top_doc(retrieval, vector, level, new)
         page: dict[str, float] = {}  # how on-topic each page is: its best chunk's similarity
         for c in chosen:
             page[c.row["doc_path"]] = max(page.get(c.row["doc_path"], 0.0), c.similarity)

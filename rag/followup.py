@@ -5,6 +5,9 @@ the thread (its own timeout; on any failure the heuristic below is used). Withou
 asker's previous message is prepended only when the question looks context-dependent (a pronoun
 that refers back, a "what about ..." opening, or two content words or fewer): a standalone
 question asked in a thread must not be searched together with the previous, unrelated one.
+The previous message names the thread's subject, which finds the pages; the follow-up's own new
+words (`new_terms`) name what is asked of them now, so they choose which page is read on and
+which of its chunks first (rag/engine.py).
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from rag.fitting import estimate_usage
 from rag.prompt import neutralise
 from rag.providers import make_provider
 from rag.providers.protocol import MalformedReply, Messages, as_reply, failure_of
-from rag.terms import content_terms
+from rag.terms import content_terms, matched_terms
 
 History = Sequence[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
 
@@ -44,6 +47,24 @@ def heuristic_query(question: str, history: History) -> str:
     if previous and looks_context_dependent(question):
         return f"{previous[-1]}\n{question}"
     return question
+
+
+def new_terms(question: str, history: History) -> frozenset[str]:
+    """The follow-up's own terms that the asker's previous message lacks ("and if I'm the primary
+    caregiver?" after a question on the secondary caregiver's leave: "primary"), when it looks
+    context-dependent (the thread is searched along: `heuristic_query`, or the rewrite); else none,
+    every term being the question's own."""
+    previous = [text for speaker, text in history if speaker == "user"]
+    if not previous or not looks_context_dependent(question):
+        return frozenset()
+    # a letter left of a contraction ("I'm", "it's") names nothing, and would find every word by prefix
+    own = {term for term in content_terms(question) if len(term) > 1 or term.isdigit()}
+    return frozenset(own - set(content_terms(previous[-1])))
+
+
+def names_any(terms: frozenset[str], text: str) -> bool:
+    """Whether a text holds one of the terms (by stem and prefix, rag/terms.matched_terms)."""
+    return bool(terms) and bool(matched_terms(terms, set(content_terms(text))))
 
 
 class Rewriter:
