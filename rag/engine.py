@@ -175,15 +175,19 @@ class Engine:
         context budget: the answer to "why" or "how" is often another section of the page that
         matched (an ADR's Context, the next step). For a follow-up, `new` are its own new terms
         (rag/followup.new_terms): the thread's subject found the pages, these say what is asked
-        of them now, so the page read on is the best selected one that names one of them ("and a
-        Lead SRE?": the SREs' titles, not the programmers'), and its chunks that name one come
-        first ("and if it's critical?": the SLA list that says how long a critical one may take)."""
+        of them now. The page's chunks that name one come first ("and if it's critical?": the
+        SLA list that says how long a critical one may take), and when none does, the page read
+        on is the best selected one that names one ("and a Lead SRE?": the SREs' titles, not the
+        programmers')."""
         if not self.config.answer.expand_top_doc or not retrieval.selected:
             return []
+        rows = await self.store.doc_rows(retrieval.selected[0].row["doc_path"], int(level))
+        if new and not any(names_any(new, row["text"]) for row in rows):
+            other = next((c for c in retrieval.selected if names_any(new, c.row["text"])), None)
+            rows = await self.store.doc_rows(other.row["doc_path"], int(level)) if other else rows
         have = {c.chunk_id for c in retrieval.selected}
-        top = next((c for c in retrieval.selected if names_any(new, c.row["text"])), retrieval.selected[0])
         rest = []
-        for row in await self.store.doc_rows(top.row["doc_path"], int(level)):
+        for row in rows:
             vector = np.asarray(row.pop("vector"), dtype=np.float32)
             if row["chunk_id"] not in have:
                 rest.append(Candidate(row, vector, float(vector @ query), 0.0))
