@@ -268,10 +268,12 @@ class ExtractiveAnswerer:
     def _score(self, question: str, wanted: Asked, sections: list[Section]) -> tuple[list[Picked], set[str]]:
         """Every unit that shares a question word, best first (ties: document order), and the
         words of all the sources (their headings too). A follow-up's unit that names none of its
-        own new terms keeps SUBJECT_ONLY_SHARE of its score (`Asked.share`)."""
+        own new terms (a table row: none of its table's rows does) keeps SUBJECT_ONLY_SHARE of its
+        score (`Asked.share`)."""
         kind, asked = wanted.kind, wanted.terms
         candidates = []
         vocabulary: set[str] = set()
+        tables: dict[tuple[int, int, int], set[str]] = {}  # the asked terms of a table's rows, by section, run, block
         for section in sections:
             vocabulary |= _words(f"{section.title} {section.path}")
             outer, _, own = section.path.rpartition(" › ")
@@ -284,6 +286,8 @@ class ExtractiveAnswerer:
                     vocabulary |= words
                     mine = matched_terms(asked, words)
                     candidates.append((section, run, index, mine, mine | title_terms, own_terms, outer_terms))
+                    if unit.kind == "row":
+                        tables.setdefault((id(section), run, unit.block), set()).update(mine)
         df = Counter(t for c in candidates for t in c[4] | c[5])
         idf = {t: math.log(1 + len(candidates) / df[t]) for t in df}
         top = max((s.similarity for s in sections), default=0.0)
@@ -298,7 +302,9 @@ class ExtractiveAnswerer:
             # float sum in another order could break a tie the other way on another replica)
             relevance = math.fsum(idf[t] for t in overlap | own_terms)
             relevance += 0.5 * math.fsum(idf.get(t, 1.0) for t in outer_terms - overlap - own_terms) + 0.5 / section.n
-            relevance *= wanted.share(overlap | own_terms | outer_terms)
+            # a row is quoted by the row its key names (procedures.table_quote): it names what its table's rows do
+            table = tables.get((id(section), run, unit.block), set()) if unit.kind == "row" else set()
+            relevance *= wanted.share(overlap | own_terms | outer_terms | table)
             if top > 0:  # a page far less similar to the question than the best one weighs less
                 relevance *= (max(section.similarity, 0.0) / top) ** 0.5
             relevance *= weights.get(id(section), 1.0)
