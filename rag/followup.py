@@ -6,13 +6,14 @@ asker's previous message is prepended only when the question looks context-depen
 that refers back, a "what about ..." opening, or two content words or fewer): a standalone
 question asked in a thread must not be searched together with the previous, unrelated one.
 The previous message names the thread's subject, which finds the pages; the follow-up's own new
-words (`new_terms`) name what is asked of them now, so they choose which page is read on and
+words (`focus`) name what is asked of them now, so they choose which page is read on and
 which of its chunks first (rag/engine.py).
 """
 from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import dataclass
 from typing import Sequence
 
 from rag import events
@@ -49,17 +50,25 @@ def heuristic_query(question: str, history: History) -> str:
     return question
 
 
-def new_terms(question: str, history: History) -> frozenset[str]:
-    """The follow-up's own terms that the asker's previous message lacks ("and if I'm the primary
-    caregiver?" after a question on the secondary caregiver's leave: "primary"), when it looks
-    context-dependent (the thread is searched along: `heuristic_query`, or the rewrite); else none,
-    every term being the question's own."""
+@dataclass(frozen=True)
+class Focus:
+    """What a follow-up is about: its thread's subject (the terms of the asker's previous message)
+    and its own new terms, those that message lacks ("and if I'm the primary caregiver?" after a
+    question on the secondary caregiver's leave: "primary"). Both empty for a question that does
+    not look context-dependent: every term is then its own, and its thread is not searched."""
+
+    subject: frozenset[str] = frozenset()
+    new: frozenset[str] = frozenset()
+
+
+def focus(question: str, history: History) -> Focus:
     previous = [text for speaker, text in history if speaker == "user"]
     if not previous or not looks_context_dependent(question):
-        return frozenset()
+        return Focus()
+    subject = frozenset(content_terms(previous[-1]))
     # a letter left of a contraction ("I'm", "it's") names nothing, and would find every word by prefix
     own = {term for term in content_terms(question) if len(term) > 1 or term.isdigit()}
-    return frozenset(own - set(content_terms(previous[-1])))
+    return Focus(subject, frozenset(own - subject))
 
 
 def names_any(terms: frozenset[str], text: str) -> bool:

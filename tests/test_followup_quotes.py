@@ -11,7 +11,7 @@ import pytest
 
 from foundation.wiring import open_engine
 from rag import ExtractiveAnswerer, Level, LocalMiniLM
-from rag.followup import new_terms
+from rag.followup import Focus, focus
 from rag.prompt import Source
 from tests.support.corpus import indexed_pages
 from tests.support.settings import make_settings
@@ -61,9 +61,10 @@ def policy_index(tmp_path_factory: pytest.TempPathFactory, embedder: LocalMiniLM
 
 
 def test_a_follow_up_names_its_own_new_terms_only_when_it_refers_back() -> None:
-    assert new_terms("and if it's critical?", THREAD) == {"critical"}
-    assert new_terms("how do I report a phishing email?", THREAD) == frozenset()  # a question of its own
-    assert new_terms("and if it's critical?", []) == frozenset()
+    assert focus("and if it's critical?", THREAD).new == {"critical"}
+    assert {"deadline", "high-severity", "vulnerability"} <= focus("and if it's critical?", THREAD).subject
+    assert focus("how do I report a phishing email?", THREAD) == Focus()  # a question of its own
+    assert focus("and if it's critical?", []) == Focus()
 
 
 def test_a_follow_up_quotes_its_new_object_not_the_line_that_shares_the_most_thread_words() -> None:
