@@ -174,11 +174,12 @@ class Engine:
         """The best document's other chunks, in order, to follow the selected ones within the
         context budget: the answer to "why" or "how" is often another section of the page that
         matched (an ADR's Context, the next step). For a follow-up (`thread`), its subject found
-        the pages and its own new terms say what is asked of them now: the page's chunks that
-        name one come first ("and if it's critical?": the SLA list that says how long a critical
-        one may take), and when none does, the page read on is the best selected one that names
-        one and the subject too ("and a Lead SRE?" after the Lead Programmer's reports: the SREs'
-        titles, not the programmers', nor a page that merely mentions SREs)."""
+        the pages and its own new terms say what is asked of them now: when no chunk of the top
+        page names one, the page read on is the best selected one that names one and the subject
+        too ("and a Lead SRE?" after the Lead Programmer's reports: the SREs' titles, not the
+        programmers', nor a page that merely mentions SREs). The top page's chunks naming one are
+        not moved first: that lifted two more dev follow-ups and cost a formats set its gold page
+        (docs/design.md)."""
         if not self.config.answer.expand_top_doc or not retrieval.selected:
             return []
         rows = await self.store.doc_rows(retrieval.selected[0].row["doc_path"], int(level))
@@ -196,7 +197,7 @@ class Engine:
             vector = np.asarray(row.pop("vector"), dtype=np.float32)
             if row["chunk_id"] not in have:
                 rest.append(Candidate(row, vector, float(vector @ query), 0.0))
-        return sorted(rest, key=lambda c: not names_any(new, c.row["text"]))  # stable: in order otherwise
+        return rest
 
     async def ask(self, question: str, level: Level, history: History = (), on_text: TextSink | None = None,
                   language: str = "", scope: Scope | None = None, asker: Level | None = None,
