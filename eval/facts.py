@@ -103,10 +103,12 @@ def shown(answer: Any) -> str:
 def fact_report(cases: Sequence[GoldenCase], answers: Sequence[Any], failures: Any) -> dict[str, Any]:
     """Over the answerable cases with facts: the fact held (a confident answer holds it), held
     with the gold page cited, and shown (in a confident answer or a not-sure passage that cites a
-    gold page); how the covered cases were framed (not sure, declined) and the uncovered ones
-    (confident answers as a count, to pool over sets; not-sure replies); the lengths of what
-    was shown (answers and passages) and its markup residue rate."""
+    gold page), that last also over the follow-ups alone; how the covered cases were framed (not
+    sure, declined) and the uncovered ones (confident answers as a count, to pool over sets;
+    not-sure replies); the lengths of what was shown (answers and passages) and its markup
+    residue rate."""
     held, held_gold, fact_shown, lengths, prose_lengths, marked = [], [], [], [], [], []
+    followups: list[bool] = []  # fact shown, on the rows asked in a thread (`history`)
     uncovered = [c for c in cases if not c.answerable]
     for case, answer in zip(cases, answers):
         text = shown(answer)
@@ -122,6 +124,8 @@ def fact_report(cases: Sequence[GoldenCase], answers: Sequence[Any], failures: A
             held.append(answer.answered and holds(answer.answer, case.facts))
             held_gold.append(held[-1] and gold)
             fact_shown.append(bool(text) and gold and holds(text, case.facts))
+            if case.history:
+                followups.append(fact_shown[-1])
             if not fact_shown[-1]:
                 failures.add(case.id, "the fact is not shown: " + " & ".join(case.facts))
             elif not held[-1]:
@@ -132,6 +136,8 @@ def fact_report(cases: Sequence[GoldenCase], answers: Sequence[Any], failures: A
         "fact_held_confident": metrics.mean(held_gold),
         "fact_shown": metrics.mean(fact_shown),
         "fact_cases": len(held),
+        "followup_fact_shown": metrics.mean(followups),
+        "followup_fact_cases": len(followups),
         "not_sure_rate": metrics.mean([a.confidence == "not_sure" for _, a in covered]),
         "declined_rate": metrics.mean([a.confidence == "declined" for _, a in covered]),
         "gold_shown_rate": metrics.mean([a.confidence != "declined" and any(cited.doc_path in case.gold_doc_ids
@@ -149,15 +155,20 @@ def fact_report(cases: Sequence[GoldenCase], answers: Sequence[Any], failures: A
 
 
 def pooled(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Confident answers and not-sure replies to unanswerable questions over all sets together,
-    and the worst set's fact held and fact shown (the targets are per set)."""
+    """Confident answers and not-sure replies to unanswerable questions, and the follow-ups' fact
+    shown, over all sets together, and the worst set's fact held and fact shown (the targets are
+    per set)."""
     total = sum(r.get("uncovered", 0) for r in reports.values())
 
     def worst(key: str) -> list | None:
         figures = {name: r[key] for name, r in reports.items() if r.get(key) is not None}
         return list(metrics.worst(figures)) if figures else None
 
+    followups = sum(r.get("followup_fact_cases", 0) for r in reports.values())
     return {
+        "followup_fact_shown_pooled": (sum(r["followup_fact_shown"] * r["followup_fact_cases"]
+                                           for r in reports.values() if r.get("followup_fact_cases"))
+                                       / followups if followups else None),
         "uncovered_answered_pooled": (sum(r.get("uncovered_answered", 0) for r in reports.values()) / total
                                       if total else None),
         "uncovered_not_sure_pooled": (sum(r.get("uncovered_not_sure", 0) for r in reports.values()) / total

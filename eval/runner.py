@@ -250,6 +250,7 @@ ROWS = (
     ("fact_held_rate", "fact held"),
     ("fact_held_confident", "fact held, gold cited"),
     ("fact_shown", "fact shown"),
+    ("followup_fact_shown", "follow-ups fact shown"),
     ("gold_shown_rate", "gold page shown"),
     ("not_sure_rate", "not sure (covered)"),
     ("declined_rate", "declined (covered)"),

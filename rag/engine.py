@@ -22,7 +22,7 @@ from rag.check import Checked, StreamGate, check_answer, links_in, renumber, wit
 from rag.config import RagConfig
 from rag.embeddings import Embedder, EmbeddingError, make_embedder
 from rag.extractive import ExtractiveAnswerer
-from rag.followup import Rewriter, search_query
+from rag.followup import Focus, Rewriter, focus, names_any, search_query
 from rag.freshness import citation_warning
 from rag.generation import Generator, ProviderError, TextSink, make_generator
 from rag.indexer import IndexStats, Provenance, apply_documents
@@ -169,15 +169,31 @@ class Engine:
             return Level.restricted
         return max(level, asker) if asker is not None else level
 
-    async def _rest_of_top_doc(self, retrieval: Retrieval, query: np.ndarray, level: Level) -> list[Candidate]:
+    async def _rest_of_top_doc(self, retrieval: Retrieval, query: np.ndarray, level: Level,
+                               thread: Focus) -> list[Candidate]:
         """The best document's other chunks, in order, to follow the selected ones within the
         context budget: the answer to "why" or "how" is often another section of the page that
-        matched (an ADR's Context, the next step)."""
+        matched (an ADR's Context, the next step). For a follow-up (`thread`), its subject found
+        the pages and its own new terms say what is asked of them now: when no chunk of the top
+        page names one, the page read on is the best selected one that names one and the subject
+        too ("and a Lead SRE?" after the Lead Programmer's reports: the SREs' titles, not the
+        programmers', nor a page that merely mentions SREs). The top page's chunks naming one are
+        not moved first: that lifted two more dev follow-ups and cost a formats set its gold page
+        (docs/design.md)."""
         if not self.config.answer.expand_top_doc or not retrieval.selected:
             return []
+        rows = await self.store.doc_rows(retrieval.selected[0].row["doc_path"], int(level))
+        # the new terms the retrieval found too: "what if the server wants digest instead?" reads
+        # on for "digest", not for every page section that happens to name a server
+        new = frozenset(t for t in thread.new
+                        if any(names_any(frozenset({t}), c.row["text"]) for c in retrieval.selected))
+        if new and not any(names_any(new, row["text"]) for row in rows):
+            other = next((c for c in retrieval.selected
+                          if names_any(new, c.row["text"]) and names_any(thread.subject, c.row["text"])), None)
+            rows = await self.store.doc_rows(other.row["doc_path"], int(level)) if other else rows
         have = {c.chunk_id for c in retrieval.selected}
         rest = []
-        for row in await self.store.doc_rows(retrieval.selected[0].row["doc_path"], int(level)):
+        for row in rows:
             vector = np.asarray(row.pop("vector"), dtype=np.float32)
             if row["chunk_id"] not in have:
                 rest.append(Candidate(row, vector, float(vector @ query), 0.0))
@@ -208,7 +224,7 @@ class Engine:
             return found
         retrieval, vector, passed = found
         try:
-            chosen = await self._select(answer, (retrieval, vector), level)
+            chosen = await self._select(answer, (retrieval, vector), level, focus(question, turns))
         except EmbeddingError as exc:  # the meaning check's model: no source is read unchecked
             return _abstain(answer, "index_unavailable", str(exc), total)
         if not chosen:
@@ -336,12 +352,13 @@ class Engine:
             return []  # not known: the gate and the quote decide, as before
         return [name for name in missing if name not in found]
 
-    async def _select(self, answer: Answer, found: tuple[Retrieval, np.ndarray], level: Level) -> list[_Chosen]:
+    async def _select(self, answer: Answer, found: tuple[Retrieval, np.ndarray], level: Level,
+                      thread: Focus) -> list[_Chosen]:
         """The sources the answer is written from (the selected chunks and the rest of the top
-        page, within the context budget, injection attempts dropped: by wording or by meaning,
-        rag/prompt.py and rag/intent.py), each with its chunk."""
+        page, see `_rest_of_top_doc`, within the context budget, injection attempts dropped: by
+        wording or by meaning, rag/prompt.py and rag/intent.py), each with its chunk."""
         retrieval, vector = found
-        chosen = retrieval.selected + await self._rest_of_top_doc(retrieval, vector, level)
+        chosen = retrieval.selected + await self._rest_of_top_doc(retrieval, vector, level, thread)
         page: dict[str, float] = {}  # how on-topic each page is: its best chunk's similarity
         for c in chosen:
             page[c.row["doc_path"]] = max(page.get(c.row["doc_path"], 0.0), c.similarity)

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
-from rag.followup import heuristic_query
+from rag.followup import focus, heuristic_query
 from rag.kinds import fits_kind, lacks_value, thread_kind
 from rag.procedures import (Picked, Quote, Section, acting, action_weights, choose_span, cut, number_fit, prerequisites,
                             qualifier, qualifying, render, runbook_weights)
@@ -57,14 +57,37 @@ def gather(sources: list[Source]) -> list[Section]:
     return sections
 
 
-def _asked(question: str, history: Sequence[tuple[str, str]]) -> tuple[str | None, set[str]]:
-    """The question's kind (a follow-up's, its thread's when it names none), and the words it
-    asks about (a follow-up's with its thread's)."""
+# What a follow-up's unit that names none of the follow-up's own new terms, on a page that names
+# one, keeps of its score: it answers the thread's previous question, however many of the thread's
+# words it shares ("and if it's critical?" after the deadline of a high-severity one: not
+# "High-severity ... 10 business days" but "Critical: 3 business days"; issue 50 item 5). Another
+# page that names none keeps its score: whether a page is on the thread's subject is retrieval's
+# call, and a page that merely names the new object is not preferred to it.
+SUBJECT_ONLY_SHARE = 0.3
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a question asks: its kind (a follow-up's, its thread's when it names none), the words
+    it asks about (a follow-up's with its thread's), and the follow-up's own new ones
+    (rag/followup.focus; none for a question that does not refer back)."""
+
+    kind: str | None
+    terms: set[str]
+    new: frozenset[str]
+
+    def share(self, held: set[str], page: set[str]) -> float:
+        """What a unit's score keeps when these are the asked terms it and its headings hold, and
+        those its page's sources hold."""
+        return SUBJECT_ONLY_SHARE if self.new & page and not held & self.new else 1.0
+
+
+def _asked(question: str, history: Sequence[tuple[str, str]]) -> Asked:
     kind = thread_kind(question, history)
     asked = set(content_terms(heuristic_query(question, list(history))))
     if kind == "reason":  # "why did we choose X": the choice is given, its reason is asked
         asked.discard("decide")
-    return kind, asked
+    return Asked(kind, asked, focus(question, list(history)).new)
 
 
 def _named_verb_first(scored: list[Picked], actions: dict[int, float]) -> list[Picked]:
@@ -166,9 +189,10 @@ class ExtractiveAnswerer:
                history: Sequence[tuple[str, str]]) -> tuple[list[Quote], bool, str] | None:
         """(the quotes, whether they answer, the best section's name); None when no unit shares a
         word with the question."""
-        kind, asked = _asked(question, history)
+        wanted = _asked(question, history)
+        kind, asked = wanted.kind, wanted.terms
         sections = gather(sources)
-        scored, vocabulary = self._score(question, kind, asked, sections)
+        scored, vocabulary = self._score(question, wanted, sections)
         if not scored:
             return None
         near = [p for p in scored if p.score >= self.near_share * scored[0].score][:self.max_tries]
@@ -213,9 +237,10 @@ class ExtractiveAnswerer:
         procedure that say what must hold first, and the section that qualifies a rule it
         states, whole. Groups come best first, each section in one; also
         returned: the sections none of them quotes (no unit shares a question word)."""
-        kind, asked = _asked(question, history)
+        wanted = _asked(question, history)
+        kind, asked = wanted.kind, wanted.terms
         sections = gather(sources)
-        scored, _ = self._score(question, kind, asked, sections)
+        scored, _ = self._score(question, wanted, sections)
         acts = acting(kind, question)
         groups: list[list[Quote]] = []
         quoted: set[int] = set()
@@ -243,12 +268,16 @@ class ExtractiveAnswerer:
         return choose_span(best, [p for p in scored if p.section is best.section], acts, asked, question,
                            self.max_passages, self.max_chars, self.procedure_chars)
 
-    def _score(self, question: str, kind: str | None, asked: set[str],
-               sections: list[Section]) -> tuple[list[Picked], set[str]]:
+    def _score(self, question: str, wanted: Asked, sections: list[Section]) -> tuple[list[Picked], set[str]]:
         """Every unit that shares a question word, best first (ties: document order), and the
-        words of all the sources (their headings too)."""
+        words of all the sources (their headings too). A follow-up's unit that names none of its
+        own new terms (a table row: none of its table's rows does) on a page that names one keeps
+        SUBJECT_ONLY_SHARE of its score (`Asked.share`)."""
+        kind, asked = wanted.kind, wanted.terms
         candidates = []
         vocabulary: set[str] = set()
+        tables: dict[tuple[int, int, int], set[str]] = {}  # the asked terms of a table's rows, by section, run, block
+        pages: dict[str, set[str]] = {}  # the asked terms of a page's sources, headings too
         for section in sections:
             vocabulary |= _words(f"{section.title} {section.path}")
             outer, _, own = section.path.rpartition(" › ")
@@ -261,6 +290,9 @@ class ExtractiveAnswerer:
                     vocabulary |= words
                     mine = matched_terms(asked, words)
                     candidates.append((section, run, index, mine, mine | title_terms, own_terms, outer_terms))
+                    if unit.kind == "row":
+                        tables.setdefault((id(section), run, unit.block), set()).update(mine)
+                    pages.setdefault(section.doc, set()).update(mine | title_terms | own_terms | outer_terms)
         df = Counter(t for c in candidates for t in c[4] | c[5])
         idf = {t: math.log(1 + len(candidates) / df[t]) for t in df}
         top = max((s.similarity for s in sections), default=0.0)
@@ -275,6 +307,9 @@ class ExtractiveAnswerer:
             # float sum in another order could break a tie the other way on another replica)
             relevance = math.fsum(idf[t] for t in overlap | own_terms)
             relevance += 0.5 * math.fsum(idf.get(t, 1.0) for t in outer_terms - overlap - own_terms) + 0.5 / section.n
+            # a row is quoted by the row its key names (procedures.table_quote): it names what its table's rows do
+            table = tables.get((id(section), run, unit.block), set()) if unit.kind == "row" else set()
+            relevance *= wanted.share(overlap | own_terms | outer_terms | table, pages[section.doc])
             if top > 0:  # a page far less similar to the question than the best one weighs less
                 relevance *= (max(section.similarity, 0.0) / top) ** 0.5
             relevance *= weights.get(id(section), 1.0)

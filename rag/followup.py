@@ -5,11 +5,15 @@ the thread (its own timeout; on any failure the heuristic below is used). Withou
 asker's previous message is prepended only when the question looks context-dependent (a pronoun
 that refers back, a "what about ..." opening, or two content words or fewer): a standalone
 question asked in a thread must not be searched together with the previous, unrelated one.
+The previous message names the thread's subject, which finds the pages; the follow-up's own new
+words (`focus`) name what is asked of them now, so they choose which page is read on and
+which of its chunks first (rag/engine.py).
 """
 from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import dataclass
 from typing import Sequence
 
 from rag import events
@@ -18,7 +22,7 @@ from rag.fitting import estimate_usage
 from rag.prompt import neutralise
 from rag.providers import make_provider
 from rag.providers.protocol import MalformedReply, Messages, as_reply, failure_of
-from rag.terms import content_terms
+from rag.terms import content_terms, matched_terms
 
 History = Sequence[tuple[str, str]]  # (speaker "user" | "agent", text), oldest first
 
@@ -44,6 +48,32 @@ def heuristic_query(question: str, history: History) -> str:
     if previous and looks_context_dependent(question):
         return f"{previous[-1]}\n{question}"
     return question
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What a follow-up is about: its thread's subject (the terms of the asker's previous message)
+    and its own new terms, those that message lacks ("and if I'm the primary caregiver?" after a
+    question on the secondary caregiver's leave: "primary"). Both empty for a question that does
+    not look context-dependent: every term is then its own, and its thread is not searched."""
+
+    subject: frozenset[str] = frozenset()
+    new: frozenset[str] = frozenset()
+
+
+def focus(question: str, history: History) -> Focus:
+    previous = [text for speaker, text in history if speaker == "user"]
+    if not previous or not looks_context_dependent(question):
+        return Focus()
+    subject = frozenset(content_terms(previous[-1]))
+    # a letter left of a contraction ("I'm", "it's") names nothing, and would find every word by prefix
+    own = {term for term in content_terms(question) if len(term) > 1 or term.isdigit()}
+    return Focus(subject, frozenset(own - subject))
+
+
+def names_any(terms: frozenset[str], text: str) -> bool:
+    """Whether a text holds one of the terms (by stem and prefix, rag/terms.matched_terms)."""
+    return bool(terms) and bool(matched_terms(terms, set(content_terms(text))))
 
 
 class Rewriter:

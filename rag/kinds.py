@@ -72,8 +72,8 @@ def question_kind(question: str) -> str | None:
 
 def thread_kind(question: str, history: Sequence[tuple[str, str]]) -> str | None:
     """The kind a question asks for; a follow-up that names none ("and if I'm the primary
-    caregiver?") asks for the kind its thread's last question did; one with a question word of
-    its own ("where can I find the recording?") asks for what that word asks."""
+    caregiver?", "what about ingest-worker?") asks for the kind its thread's last question did;
+    one with a question word of its own ("where can I find the recording?") asks for what that word asks."""
     asked = [text for speaker, text in history if speaker == "user"]
     if (kind := question_kind(question)) or _OWN_QUESTION.search(question) or not asked:
         return kind
@@ -81,7 +81,8 @@ def thread_kind(question: str, history: Sequence[tuple[str, str]]) -> str | None
 
 
 _URL = re.compile(r"\w+://\S+")  # a link's digits are no value
-_OWN_QUESTION = re.compile(r"\b(?:where|which|who|whom|whose|how|when|why)\b|\bwhat\b(?! if\b)", re.I)
+# "what if ..." and "what about ..." ask the thread's question again of something else
+_OWN_QUESTION = re.compile(r"\b(?:where|which|who|whom|whose|how|when|why)\b|\bwhat\b(?! if\b| about\b)", re.I)
 # The values a quote must hold to answer a question of the kind (a "when" is as often answered by
 # an event, "after the incident is resolved", as by a date: not judged).
 VALUES = {"duration": _DURATION, "amount": _AMOUNT, "time": _CLOCK}

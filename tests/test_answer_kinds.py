@@ -83,6 +83,7 @@ def test_a_quote_without_the_time_asked_for_is_declined_with_its_near_miss() -> 
 @pytest.mark.parametrize(("question", "history", "kind"), [
     ("and if I'm the primary caregiver?", THREAD, "amount"),
     ("what if I pre-record it instead?", [("user", "how long should my demo be?")], "duration"),
+    ("what about ingest-worker?", [("user", "how long does a rollback of tidepool-api take?")], "duration"),
     ("I missed it. where can I find the recording?", [("user", "when is the company meeting?")], None),
     ("what's our deadline to fix a high-severity vulnerability?", [], "duration"),
     ("what time is the sync?", [], "time"),

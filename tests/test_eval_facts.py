@@ -55,6 +55,20 @@ def test_a_not_sure_passage_shows_the_fact_but_does_not_hold_it_and_a_wrong_page
     assert report["answer_words_p50"] == 6  # the passage without its lead
 
 
+def test_follow_ups_fact_shown_is_reported_per_set_and_pooled_by_case() -> None:
+    row = {"question": "how long is the leave?", "gold_doc_ids": ["a.md"], "answerable": True,
+           "facts": [r"\b(10|ten)\s*days"]}
+    alone = load_case({"id": "c", **row})
+    follow_up = load_case({"id": "f", **row, "question": "and for a relative?",
+                           "history": [{"speaker": "user", "text": "how long is compassionate leave?"}]})
+    shows, misses = answer("You get 10 days of leave [1]."), answer("You get 3 days of leave [1].")
+    one = facts.fact_report([alone, follow_up, follow_up], [misses, shows, misses], Failures())
+    two = facts.fact_report([follow_up], [shows], Failures())
+    assert (one["followup_fact_shown"], one["followup_fact_cases"], one["fact_shown"]) == (0.5, 2, pytest.approx(1 / 3))
+    assert facts.pooled({"one": one, "two": two})["followup_fact_shown_pooled"] == pytest.approx(2 / 3)
+    assert facts.pooled({"one": facts.fact_report([alone], [shows], Failures())})["followup_fact_shown_pooled"] is None
+
+
 def test_lengths_count_words_with_and_without_code_and_tables() -> None:
     text = "Run this [1]:\n```sh\nmake a b c d\n```\n| a | b |\n|---|---|\n| 1 | 2 |\nthen wait."
     assert facts.words(text) == 14
