@@ -18,6 +18,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Sequence
 
 from foundation.errors import ACTIONABLE
@@ -410,10 +411,15 @@ def main(argv: list[str], engine: Engine | None = None, settings: Settings | Non
     """Entry point of the `python -m eval` dispatcher (argv[0] == "run"); an engine can be
     injected, with the settings it was built from."""
     args = build_parser().parse_args(argv[1:])
+    return reported("eval", lambda: run(args, engine, settings))
+
+
+def reported(prog: str, call: Callable[[], int]) -> int:
+    """`call`'s exit code; an error a person must act on is one line (exit 2), Ctrl-C exit 130."""
     try:
-        return run(args, engine, settings)
+        return call()
     except (*ACTIONABLE, GoldenError, StoreError, EmbeddingError, GitError, ValueError) as exc:
-        print(f"eval: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -38,21 +37,20 @@ from typing import Any
 
 import numpy as np
 
-from foundation.errors import ACTIONABLE, UserError
+from foundation.errors import UserError
 from foundation.settings import Settings
 from foundation.sources_file import NAME
 from foundation.wiring import rag_config, sync_config
 from eval.facts import with_overlay
-from eval.golden import GoldenCase, GoldenError, load_golden
+from eval.golden import GoldenCase, load_golden
 from eval.repos import commit_files, run_git
-from eval.runner import add_set_options, evaluate, run_set
+from eval.runner import add_set_options, evaluate, reported, run_set
 from eval.sets import EvalSet, choose, open_engine, run_closing
 from eval.wrapped_embedder import FillingEmbedder
-from rag import EmbeddingError, Embedder, Engine, Index, Scope, StoreError, make_embedder
+from rag import Embedder, Engine, Index, Scope, make_embedder
 from rag.chunking import text_hash
 from rag.paths import SOURCE_SEPARATOR
 from rag.scope import documents_in
-from sync.gitcmd import GitError
 from sync.service import run_sync
 
 TOLERANCE = 1  # questions a set may lose in the shared index
@@ -284,11 +282,5 @@ def main(argv: list[str], settings: Settings | None = None, model: Embedder | No
     parser.add_argument("--json", action="store_true", help="print the reports as JSON")
     parser.set_defaults(thresholds=None, compare=False)
     args = parser.parse_args(argv[1:])
-    try:
-        return run(args, settings, model)
-    except (*ACTIONABLE, GoldenError, StoreError, EmbeddingError, GitError, ValueError) as exc:
-        print(f"eval shared-index: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    return reported("eval shared-index", lambda: run(args, settings, model))
 

@@ -41,7 +41,6 @@ class Edit:
 class Pushed:
     branch: str
     commit: str
-    base: str  # the docs branch's head the commit is on
 
 
 def slug(text: str, salt: str) -> str:
@@ -57,25 +56,22 @@ def push_ref(branch: str) -> str:
     return f"refs/heads/{branch}"
 
 
-def read_page(repo: str, branch: str, path: str, scratch: Path, timeout: float = 120) -> tuple[str | None, str]:
-    """The page's text at the head of `branch` (None when there is no such file) and that head."""
+def read_page(repo: str, branch: str, path: str, scratch: Path, timeout: float = 120) -> str | None:
+    """The page's text at the head of `branch`, fetched into `scratch`; None when there is no such file."""
     clone = _fetch(repo, branch, scratch, timeout)
-    base = git(clone, "rev-parse", "HEAD").strip()
     page = clone / PurePosixPath(path)
     if page.is_symlink() or (page.exists() and not page.is_file()):
         raise ProposalError(f"{path} is not a regular file in the repository")
-    return (page.read_text(encoding="utf-8") if page.exists() else None), base
+    return page.read_text(encoding="utf-8") if page.exists() else None
 
 
-def commit_and_push(repo: str, branch: str, edit: Edit, text: str, proposal_branch: str, scratch: Path,
-                    author: str, timeout: float = 120, push: bool = True) -> Pushed:
-    """One commit writing `text` to `edit.path` on `proposal_branch`, from the head of `branch`,
-    pushed to `repo` (unless `push` is false: the commit stays in `scratch`, for a patch)."""
+def commit_and_push(repo: str, edit: Edit, text: str, proposal_branch: str, scratch: Path, author: str,
+                    timeout: float = 120, push: bool = True) -> Pushed:
+    """One commit writing `text` to `edit.path` on `proposal_branch`, on the head `read_page`
+    fetched into `scratch`, pushed to `repo` (unless `push` is false: the commit stays in
+    `scratch`, for a patch)."""
     ref = push_ref(proposal_branch)
     clone = scratch / "clone"
-    if not (clone / ".git").is_dir():
-        _fetch(repo, branch, scratch, timeout)
-    base = git(clone, "rev-parse", "HEAD").strip()
     target = clone / PurePosixPath(edit.path)
     if not target.resolve().is_relative_to(clone.resolve()):
         raise ProposalError(f"{edit.path} is outside the repository")
@@ -94,7 +90,7 @@ def commit_and_push(repo: str, branch: str, edit: Edit, text: str, proposal_bran
             git(clone, "push", "--quiet", "--no-verify", url, f"HEAD:{ref}", timeout=timeout, env=credentials)
         except GitError as exc:
             raise ProposalError(f"could not push {proposal_branch}: {exc}") from None
-    return Pushed(proposal_branch, commit, base)
+    return Pushed(proposal_branch, commit)
 
 
 def patch_file(scratch: Path, out: Path) -> Path:

@@ -2,11 +2,10 @@
 
 GitHub: `POST /repos/{owner}/{repo}/pulls` (`title`, `head`, `base`, `body`), then
 `POST /repos/{owner}/{repo}/pulls/{number}/requested_reviewers` (`reviewers`: logins,
-`team_reviewers`: team slugs); `GET /repos/{owner}/{repo}` for the default branch and
-`GET .../pulls/{number}` for its state (`state`, `merged`). Bearer token, the API version header.
+`team_reviewers`: team slugs); `GET /repos/{owner}/{repo}` for the default branch. Bearer token, the API version header.
 GitLab: `POST /projects/:id/merge_requests` (`source_branch`, `target_branch`, `title`,
 `description`, `reviewer_ids`), the project's id being its URL-encoded path; reviewers' ids from
-`GET /users?username=`; `GET /projects/:id` and `GET /projects/:id/merge_requests/:iid`.
+`GET /users?username=`; `GET /projects/:id` for the default branch.
 `PRIVATE-TOKEN` header. The token is never in a message: errors name the status and the forge's
 own `message`, cut short.
 
@@ -43,12 +42,6 @@ class Opened:
     note: str = ""  # what did not go as asked (reviewers refused), "" else
 
 
-@dataclass(frozen=True)
-class Review:
-    state: Literal["open", "merged", "closed"]
-    merge_commit: str = ""
-
-
 class Forge:
     def __init__(self, config: ForgeConfig) -> None:
         self.config = config
@@ -65,18 +58,6 @@ class Forge:
         if self.config.kind == "github":
             return await self._open_pull(branch, base, title, body, reviewers)
         return await self._open_merge_request(branch, base, title, body, reviewers)
-
-    async def review(self, number: int) -> Review:
-        if self.config.kind == "github":
-            pull = await self._call("GET", f"{self._project_path()}/pulls/{number}")
-            if pull.get("merged"):
-                return Review("merged", str(pull.get("merge_commit_sha") or ""))
-            return Review("closed" if pull.get("state") == "closed" else "open")
-        request = await self._call("GET", f"{self._project_path()}/merge_requests/{number}")
-        state = request.get("state")
-        if state == "merged":
-            return Review("merged", str(request.get("merge_commit_sha") or ""))
-        return Review("closed" if state in ("closed", "locked") else "open")
 
     async def _open_pull(self, branch: str, base: str, title: str, body: str, reviewers: list[str]) -> Opened:
         pull = await self._call("POST", f"{self._project_path()}/pulls",

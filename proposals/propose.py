@@ -73,11 +73,11 @@ async def propose(proposal: Proposal, target: Target) -> Outcome:
     target.folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="proposal-", dir=target.folder) as tmp:
         scratch = Path(tmp)
-        page, _ = await asyncio.to_thread(read_page, target.repo, target.branch, repo_path, scratch)
+        page = await asyncio.to_thread(read_page, target.repo, target.branch, repo_path, scratch)
         text, placed = _new_text(proposal, page)
         reviewers = _owners(scratch / "clone", target.subdir, proposal.path, page)
         edit = Edit(repo_path, _title(proposal), _commit_body(proposal), _co_author(proposal))
-        pushed = await asyncio.to_thread(commit_and_push, target.repo, target.branch, edit, text, name, scratch,
+        pushed = await asyncio.to_thread(commit_and_push, target.repo, edit, text, name, scratch,
                                          target.author, push=placed)
         patch = None
         if not placed or target.local or target.forge is None:
